@@ -1,0 +1,262 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/customapi/customapi/pkg/registry"
+)
+
+// Object is what a Client stores: a pointer to a struct embedding
+// metav1.TypeMeta and metav1.ObjectMeta, for example *testv1.Custom.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// ObjectList is the list type of a Client, for example *testv1.CustomList.
+type ObjectList interface {
+	runtime.Object
+	metav1.ListInterface
+}
+
+// Client is a typed client of one resource, bound to a namespace (see
+// Namespace). It is safe for concurrent use.
+type Client[T Object, L ObjectList] struct {
+	store     *registry.Store
+	namespace string
+}
+
+// New returns a client of the store's resource. It returns an error if the
+// resource's New and NewList do not return a T and an L.
+func New[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
+	if store == nil || store.Main == nil {
+		return nil, fmt.Errorf("client: a registry store is required")
+	}
+	if _, ok := store.Resource.New().(T); !ok {
+		var t T
+		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource.GroupResource(), store.Resource.New(), t)
+	}
+	if _, ok := store.Resource.NewList().(L); !ok {
+		var l L
+		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource.GroupResource(), store.Resource.NewList(), l)
+	}
+	return &Client[T, L]{store: store}, nil
+}
+
+// Namespace returns a client bound to namespace ns. For a namespaced
+// resource, "" means all namespaces, which List, Watch and DeleteCollection
+// accept and the other calls reject with BadRequest. For a cluster-scoped
+// resource the namespace must stay "".
+func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
+	return &Client[T, L]{store: c.store, namespace: ns}
+}
+
+// Create stores a new object and returns it as stored, with uid,
+// creationTimestamp, resourceVersion and generation set by the server. obj is
+// not modified. An empty metadata.namespace is taken from the client. Errors:
+// AlreadyExists (409), Invalid (422) with field paths, BadRequest (400) for a
+// namespace mismatch, RequestEntityTooLarge (413) over etcd's limit.
+func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	var zero T
+	in := obj.DeepCopyObject().(T)
+	if in.GetNamespace() == "" && c.namespaced() {
+		in.SetNamespace(c.namespace)
+	}
+	ctx, err := c.context(ctx, in.GetNamespace(), true)
+	if err != nil {
+		return zero, err
+	}
+	out, err := c.store.Main.Create(ctx, in, rest.ValidateAllObjectFunc, &opts)
+	if err != nil {
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// Get returns the object with the given name. Errors: NotFound (404).
+func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	var zero T
+	ctx, err := c.context(ctx, c.namespace, true)
+	if err != nil {
+		return zero, err
+	}
+	out, err := c.store.Main.Get(ctx, name, &opts)
+	if err != nil {
+		return zero, err
+	}
+	return out.DeepCopyObject().(T), nil
+}
+
+// List returns the objects matching opts: label and field selectors
+// (metadata.name, metadata.namespace and the resource's SelectableFields),
+// Limit and Continue for paging, resourceVersion semantics as in
+// kube-apiserver. Errors: BadRequest (400) for an invalid selector or
+// option, Gone (410) for an expired continue token.
+func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	var zero L
+	ctx, err := c.context(ctx, c.namespace, false)
+	if err != nil {
+		return zero, err
+	}
+	internal, err := c.listOptions(opts, false)
+	if err != nil {
+		return zero, err
+	}
+	out, err := c.store.Main.List(ctx, internal)
+	if err != nil {
+		return zero, err
+	}
+	return out.DeepCopyObject().(L), nil
+}
+
+// Watch streams ADDED, MODIFIED, DELETED (and, with AllowWatchBookmarks,
+// BOOKMARK) events for the objects matching opts, starting after
+// opts.ResourceVersion ("" or "0": from the current state, with synthetic
+// ADDED events). A resourceVersion that is no longer available yields an
+// ERROR event carrying a 410 Gone Status. Stop the watch, or cancel ctx, to
+// release it.
+func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	ctx, err := c.context(ctx, c.namespace, false)
+	if err != nil {
+		return nil, err
+	}
+	opts.Watch = true
+	internal, err := c.listOptions(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.store.Main.Watch(ctx, internal)
+	if err != nil {
+		return nil, err
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if _, ok := ev.Object.(T); ok {
+			ev.Object = ev.Object.DeepCopyObject()
+		}
+		return ev, true
+	}), nil
+}
+
+// Update replaces the object (spec, labels, annotations, finalizers...) if
+// obj's resourceVersion is still the stored one. With a status subresource
+// the status in obj is ignored. An update that changes nothing writes
+// nothing and keeps the resourceVersion. Errors: Conflict (409) for a stale
+// resourceVersion, Invalid (422) for a missing one or invalid fields,
+// NotFound (404).
+func (c *Client[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	return c.update(ctx, c.store.Main, obj, opts)
+}
+
+// UpdateStatus replaces only the status of the object, through the status
+// subresource; everything else in obj is ignored. Errors as Update, and
+// NotFound (404) when the resource has no status subresource.
+func (c *Client[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
+	if c.store.Status == nil {
+		var zero T
+		return zero, apierrors.NewNotFound(c.store.Resource.GroupResource(), obj.GetName()+"/status")
+	}
+	return c.update(ctx, c.store.Status, obj, opts)
+}
+
+func (c *Client[T, L]) update(ctx context.Context, store rest.Updater, obj T, opts metav1.UpdateOptions) (T, error) {
+	var zero T
+	in := obj.DeepCopyObject().(T)
+	if in.GetNamespace() == "" && c.namespaced() {
+		in.SetNamespace(c.namespace)
+	}
+	ctx, err := c.context(ctx, in.GetNamespace(), true)
+	if err != nil {
+		return zero, err
+	}
+	out, _, err := store.Update(ctx, in.GetName(), rest.DefaultUpdatedObjectInfo(in), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &opts)
+	if err != nil {
+		return zero, err
+	}
+	return out.(T), nil
+}
+
+// Delete deletes the object. opts.Preconditions (uid, resourceVersion) must
+// match the stored object (Conflict, 409, otherwise). An object with
+// finalizers is only marked with deletionTimestamp; it goes when its last
+// finalizer is removed. Errors: NotFound (404), Conflict (409).
+func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	ctx, err := c.context(ctx, c.namespace, true)
+	if err != nil {
+		return err
+	}
+	_, _, err = c.store.Main.Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	return err
+}
+
+// DeleteCollection deletes every object matching listOpts, as Delete does
+// for each.
+func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+	ctx, err := c.context(ctx, c.namespace, false)
+	if err != nil {
+		return err
+	}
+	internal, err := c.listOptions(listOpts, false)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Main.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	return err
+}
+
+func (c *Client[T, L]) namespaced() bool { return !c.store.Resource.ClusterScoped }
+
+// context returns ctx carrying the request namespace the generic registry
+// reads, after checking the namespace fits the resource's scope.
+func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (context.Context, error) {
+	switch {
+	case !c.namespaced() && ns != "":
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource.GroupResource(), ns))
+	case c.namespaced() && single && ns == "":
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource.GroupResource()))
+	case c.namespaced() && c.namespace != "" && ns != c.namespace:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
+	}
+	return genericapirequest.WithNamespace(ctx, ns), nil
+}
+
+// listOptions converts and validates list options as kube-apiserver's list
+// and watch handlers do, returning BadRequest for unparsable selectors or
+// unsupported field labels and Invalid for inconsistent options.
+func (c *Client[T, L]) listOptions(opts metav1.ListOptions, watching bool) (*metainternalversion.ListOptions, error) {
+	var out metainternalversion.ListOptions
+	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&opts, &out, nil); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if out.FieldSelector != nil {
+		for _, req := range out.FieldSelector.Requirements() {
+			if !c.selectableField(req.Field) {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+	}
+	if errs := metainternalvalidation.ValidateListOptions(&out, watching); len(errs) != 0 {
+		return nil, apierrors.NewInvalid(c.store.Resource.GroupVersionKind.GroupKind(), "", errs)
+	}
+	return &out, nil
+}
+
+func (c *Client[T, L]) selectableField(path string) bool {
+	switch path {
+	case "metadata.name":
+		return true
+	case "metadata.namespace":
+		return c.namespaced()
+	}
+	_, ok := c.store.Resource.SelectableFields[path]
+	return ok
+}

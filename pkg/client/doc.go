@@ -1,0 +1,18 @@
+// Package client is the typed in-process Go client of customapi: Client[T, L]
+// creates, gets, lists, watches, updates, patches and deletes objects of one
+// resource by calling the same generic registry store (pkg/registry) that the
+// HTTP server serves, so objects written from Go get the same server-set
+// metadata, validation, conflicts and watch events as objects written with
+// kubectl.
+//
+// The method set and signatures follow client-go's typed clients; errors are
+// k8s.io/apimachinery/pkg/api/errors Status errors (check them with
+// apierrors.IsNotFound, IsAlreadyExists, IsConflict, IsInvalid, IsGone, ...),
+// so retry.RetryOnConflict and other client-go helpers work unchanged.
+//
+//	customs, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+//	c, err := customs.Namespace("default").Create(ctx, &testv1.Custom{...}, metav1.CreateOptions{})
+//
+// Objects returned by the client are the caller's to modify: they are never
+// shared with the watch cache.
+package client

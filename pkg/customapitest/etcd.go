@@ -1,0 +1,45 @@
+package customapitest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/customapi/customapi/pkg/etcd"
+)
+
+// EnvEtcdServers names the environment variable that points tests at an
+// external etcd cluster (comma-separated client URLs).
+const EnvEtcdServers = "CUSTOMAPI_TEST_ETCD_SERVERS"
+
+// Etcd returns the etcd a test stores in, and a key prefix of its own
+// ("/registry-<random>"). Without CUSTOMAPI_TEST_ETCD_SERVERS it starts an
+// embedded etcd (fsync off, free loopback ports, data in tb.TempDir()) and
+// stops it when the test ends; it fails the test if etcd cannot start.
+func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
+	tb.Helper()
+	prefix := "/registry-" + randomSuffix(tb)
+	if servers := os.Getenv(EnvEtcdServers); servers != "" {
+		return etcd.ClientConfig{Endpoints: strings.Split(servers, ",")}, prefix
+	}
+	e, err := etcd.StartEmbedded(tb.Context(), etcd.EmbeddedConfig{
+		DataDir:       tb.TempDir(),
+		UnsafeNoFsync: true,
+		LogLevel:      "error",
+	})
+	if err != nil {
+		tb.Fatalf("start embedded etcd: %v", err)
+	}
+	tb.Cleanup(e.Close)
+	return e.ClientConfig(), prefix
+}
+
+func randomSuffix(tb testing.TB) string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		tb.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}

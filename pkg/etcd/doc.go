@@ -1,0 +1,19 @@
+// Package etcd runs the etcd that customapi stores objects in: an embedded
+// etcd server (go.etcd.io/etcd/server/v3/embed) in a data directory on
+// loopback ports, or the client configuration for an external etcd cluster
+// (endpoints plus optional TLS), with the same flag meanings as kube-apiserver's
+// --etcd-servers, --etcd-cafile, --etcd-certfile and --etcd-keyfile.
+//
+// Embedded use:
+//
+//	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: dir})
+//	if err != nil {
+//		return err
+//	}
+//	defer e.Close()
+//	client := e.ClientConfig() // endpoints of the running server
+//
+// StartEmbedded returns only once the server is ready to serve (it waits on
+// etcd's ReadyNotify, bounded by EmbeddedConfig.ReadyTimeout); Close stops it
+// without error-level log noise.
+package etcd

@@ -1,0 +1,244 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// DefaultReadyTimeout bounds how long StartEmbedded waits for the embedded
+// server to become ready.
+const DefaultReadyTimeout = 60 * time.Second
+
+// DefaultMaxRequestBytes is etcd's own limit on one request (1.5 MiB), which
+// also bounds the size of one stored object.
+const DefaultMaxRequestBytes = embed.DefaultMaxRequestBytes
+
+// EmbeddedConfig configures an embedded etcd server. The zero value except
+// DataDir is a valid configuration.
+type EmbeddedConfig struct {
+	// DataDir is where etcd keeps its write-ahead log and database. It is
+	// created with mode 0700 if it does not exist. Required.
+	DataDir string
+	// ClientPort is the loopback TCP port clients connect to; 0 picks a free one.
+	ClientPort int
+	// PeerPort is the loopback TCP port of the (single-member) peer listener;
+	// 0 picks a free one.
+	PeerPort int
+	// ReadyTimeout bounds the wait for readiness; 0 means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// MaxRequestBytes is the largest request etcd accepts, in bytes; 0 means
+	// DefaultMaxRequestBytes (1.5 MiB).
+	MaxRequestBytes uint
+	// UnsafeNoFsync disables fsync. Only for tests: a crash loses data.
+	UnsafeNoFsync bool
+	// LogLevel is etcd's log level: debug, info, warn or error. "" means warn.
+	LogLevel string
+}
+
+// Embedded is a running embedded etcd server. Create it with StartEmbedded
+// and stop it with Close.
+type Embedded struct {
+	etcd      *embed.Etcd
+	endpoints []string
+	closeOnce sync.Once
+}
+
+// StartEmbedded starts a single-member etcd server listening on 127.0.0.1 and
+// returns once it serves requests. It returns an error if the configuration is
+// invalid, the ports cannot be bound, the data directory cannot be used, or the
+// server is not ready within cfg.ReadyTimeout or before ctx ends; in each case
+// nothing is left running.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("etcd: EmbeddedConfig.DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("etcd: create data dir: %w", err)
+	}
+	readyTimeout := cfg.ReadyTimeout
+	if readyTimeout == 0 {
+		readyTimeout = DefaultReadyTimeout
+	}
+
+	// Ports picked here may be taken by someone else before etcd binds them;
+	// retry a few times with new ones in that unlikely case.
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		e, err := startOnce(cfg)
+		if err != nil {
+			lastErr = err
+			if (cfg.ClientPort == 0 || cfg.PeerPort == 0) && isAddrInUse(err) {
+				continue
+			}
+			return nil, err
+		}
+		select {
+		case <-e.Server.ReadyNotify():
+		case err := <-e.Err():
+			e.Close()
+			return nil, fmt.Errorf("etcd: server failed before ready: %w", err)
+		case <-time.After(readyTimeout):
+			e.Close()
+			return nil, fmt.Errorf("etcd: server not ready after %s", readyTimeout)
+		case <-ctx.Done():
+			e.Close()
+			return nil, fmt.Errorf("etcd: waiting for readiness: %w", ctx.Err())
+		}
+		endpoints := make([]string, 0, len(e.Clients))
+		for _, l := range e.Clients {
+			endpoints = append(endpoints, "http://"+l.Addr().String())
+		}
+		return &Embedded{etcd: e, endpoints: endpoints}, nil
+	}
+	return nil, fmt.Errorf("etcd: no free ports after retries: %w", lastErr)
+}
+
+func startOnce(cfg EmbeddedConfig) (*embed.Etcd, error) {
+	ports, err := freePorts(cfg.ClientPort, cfg.PeerPort)
+	if err != nil {
+		return nil, err
+	}
+	ec := embed.NewConfig()
+	ec.Name = "customapi"
+	ec.Dir = cfg.DataDir
+	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+	ec.ListenClientUrls = []url.URL{clientURL}
+	ec.AdvertiseClientUrls = []url.URL{clientURL}
+	ec.ListenPeerUrls = []url.URL{peerURL}
+	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	// A restart with an existing data dir rejoins its own cluster; the
+	// advertised peer URL may differ when ports were picked anew.
+	ec.StrictReconfigCheck = false
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	if cfg.MaxRequestBytes != 0 {
+		ec.MaxRequestBytes = cfg.MaxRequestBytes
+	}
+	logger, err := newLogger(cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger)
+	if err := ec.Validate(); err != nil {
+		return nil, fmt.Errorf("etcd: invalid config: %w", err)
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: start: %w", err)
+	}
+	return e, nil
+}
+
+// Endpoints returns the client URLs of the running server, for example
+// ["http://127.0.0.1:40123"].
+func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoints...) }
+
+// ClientConfig returns the configuration clients use to reach this server.
+func (e *Embedded) ClientConfig() ClientConfig { return ClientConfig{Endpoints: e.Endpoints()} }
+
+// Close stops the server and waits until it has stopped. Calling it more than
+// once is safe. Pending client requests end with an error.
+func (e *Embedded) Close() {
+	e.closeOnce.Do(func() { e.etcd.Close() })
+}
+
+// freePorts returns the given ports, replacing each 0 with a loopback port
+// that was free a moment ago.
+func freePorts(ports ...int) ([]int, error) {
+	out := make([]int, len(ports))
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for i, p := range ports {
+		if p != 0 {
+			out[i] = p
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("etcd: find a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		out[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return out, nil
+}
+
+func isAddrInUse(err error) bool {
+	// etcd does not always wrap the listener error, so match its text too.
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// newLogger builds etcd's zap logger at the given level, dropping the
+// "mux: server closed" / "http: Server closed" error lines that etcd logs on
+// every clean shutdown.
+func newLogger(level string) (*zap.Logger, error) {
+	if level == "" {
+		level = "warn"
+	}
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: log level: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil
+	zc.OutputPaths = []string{"stderr"}
+	zc.ErrorOutputPaths = []string{"stderr"}
+	l, err := zc.Build()
+	if err != nil {
+		return nil, fmt.Errorf("etcd: logger: %w", err)
+	}
+	return l.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return shutdownNoiseFilter{c} })), nil
+}
+
+// shutdownNoiseFilter drops the error-level lines etcd writes when its own
+// listeners are closed during a clean shutdown ("setting up serving from
+// embedded etcd failed" with "mux: server closed", "http: Server closed" or
+// "use of closed network connection").
+type shutdownNoiseFilter struct{ zapcore.Core }
+
+func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
+	return shutdownNoiseFilter{f.Core.With(fields)}
+}
+
+func (f shutdownNoiseFilter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if f.Enabled(ent.Level) {
+		return ce.AddCore(ent, f)
+	}
+	return ce
+}
+
+func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	if ent.Message == "setting up serving from embedded etcd failed." {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && isClosedError(err) {
+				return nil
+			}
+		}
+	}
+	return f.Core.Write(ent, fields)
+}
+
+func isClosedError(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, net.ErrClosed) || strings.Contains(msg, "server closed") ||
+		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection")
+}

@@ -1,0 +1,25 @@
+// Package registry turns a resource.Resource into the k8s.io/apiserver
+// generic registry store (genericregistry.Store) that both the in-process
+// client and the HTTP server use, with a strategy that gives kube-apiserver's
+// semantics for custom types:
+//
+//   - names are DNS-1123 subdomains and valid path segments ("/", "..", "%"
+//     are rejected), generateName is honoured;
+//   - uid and creationTimestamp are set by the server, client values are
+//     ignored, as are deletionTimestamp and generation on create;
+//   - a create with metadata.resourceVersion set is rejected (422 Invalid,
+//     where upstream answers 500);
+//   - generation is 1 on create and grows by one on each update that changes
+//     anything but metadata and status (the rule for custom resources);
+//   - with a status subresource, status is ignored on create and update of
+//     the main resource, and only status is written through /status;
+//   - updates need a resourceVersion (optimistic concurrency), no-op updates
+//     write nothing;
+//   - finalizers and deletionTimestamp work as in Kubernetes: delete marks an
+//     object with finalizers, removing the last finalizer deletes it;
+//   - labels, annotations and finalizers are validated as ObjectMeta is in
+//     Kubernetes.
+//
+// New returns a Store holding the main store and, with a status subresource,
+// the status store; Destroy releases their etcd connections and watch caches.
+package registry

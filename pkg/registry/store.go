@@ -1,0 +1,84 @@
+package registry
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/customapi/customapi/pkg/resource"
+)
+
+// Store is the registry of one resource: the generic store of the main
+// resource and, with a status subresource, the store of /status. Both share
+// one etcd storage and watch cache.
+type Store struct {
+	// Resource is the declaration the store was built from.
+	Resource resource.Resource
+	// Main serves the resource itself (create, get, list, watch, update,
+	// patch, delete, deletecollection).
+	Main *genericregistry.Store
+	// Status serves the status subresource (get, update, patch); nil when
+	// the resource has none.
+	Status *genericregistry.Store
+}
+
+// New builds the store of res. scheme must know res (see resource.NewScheme)
+// and optsGetter is usually storage.Config.RESTOptionsGetter. It returns an
+// error for an invalid declaration or printer column, or when the storage
+// cannot be created. The caller calls Destroy when done.
+func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter) (*Store, error) {
+	if err := res.CheckDeclaration(); err != nil {
+		return nil, err
+	}
+	if !scheme.Recognizes(res.GroupVersionKind) {
+		return nil, fmt.Errorf("registry: the scheme does not know %s; build it with resource.NewScheme", res.GroupVersionKind)
+	}
+	table, err := newTableConvertor(res)
+	if err != nil {
+		return nil, err
+	}
+	s := newStrategy(scheme, res)
+	attrs := attrFunc(res)
+	main := &genericregistry.Store{
+		NewFunc:                   res.New,
+		NewListFunc:               res.NewList,
+		DefaultQualifiedResource:  res.GroupResource(),
+		SingularQualifiedResource: schema.GroupResource{Group: res.GroupVersionKind.Group, Resource: res.SingularName()},
+		PredicateFunc: func(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+			return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: attrs}
+		},
+		CreateStrategy:      s,
+		UpdateStrategy:      s,
+		DeleteStrategy:      s,
+		ResetFieldsStrategy: s,
+		TableConvertor:      table,
+	}
+	if err := main.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
+		return nil, fmt.Errorf("registry: %s: %w", res.GroupResource(), err)
+	}
+	out := &Store{Resource: res, Main: main}
+	if res.StatusSubresource {
+		status := *main
+		ss := statusStrategy{s}
+		status.UpdateStrategy = ss
+		status.ResetFieldsStrategy = ss
+		status.CreateStrategy = nil
+		status.DeleteStrategy = nil
+		out.Status = &status
+	}
+	return out, nil
+}
+
+// Destroy stops the watch cache and closes the etcd connections of the
+// store. Safe to call more than once.
+func (s *Store) Destroy() {
+	if s.Main != nil && s.Main.DestroyFunc != nil {
+		s.Main.DestroyFunc()
+	}
+}

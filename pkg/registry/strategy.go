@@ -1,0 +1,227 @@
+package registry
+
+import (
+	"context"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/customapi/customapi/pkg/resource"
+)
+
+// strategy implements the create, update and delete strategies of the main
+// resource (rest.RESTCreateStrategy, rest.RESTUpdateStrategy,
+// rest.RESTDeleteStrategy, rest.ResetFieldsStrategy).
+type strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	res resource.Resource
+}
+
+func newStrategy(typer runtime.ObjectTyper, res resource.Resource) strategy {
+	return strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, res: res}
+}
+
+// NamespaceScoped is true unless the resource is cluster-scoped.
+func (s strategy) NamespaceScoped() bool { return !s.res.ClusterScoped }
+
+// PrepareForCreate clears what clients may not set on create (status with a
+// status subresource, deletionTimestamp, deletionGracePeriodSeconds), sets
+// generation to 1 and applies defaults. uid and creationTimestamp are set by
+// the generic store (rest.FillObjectMetaSystemFields).
+func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	m.SetGeneration(1)
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	if s.res.StatusSubresource {
+		resetStatus(obj)
+	}
+	if s.res.Default != nil {
+		s.res.Default(obj)
+	}
+}
+
+// PrepareForUpdate keeps the stored status when there is a status
+// subresource, applies defaults and increments generation when anything but
+// metadata and status changed.
+func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	if s.res.StatusSubresource {
+		copyStatus(obj, old)
+	}
+	if s.res.Default != nil {
+		s.res.Default(obj)
+	}
+	newMeta, err1 := meta.Accessor(obj)
+	oldMeta, err2 := meta.Accessor(old)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	if !equalExceptMetadataAndStatus(obj, old) {
+		newMeta.SetGeneration(oldMeta.GetGeneration() + 1)
+	} else {
+		newMeta.SetGeneration(oldMeta.GetGeneration())
+	}
+}
+
+// Validate validates a new object: metadata (DNS-1123 subdomain name, no
+// resourceVersion, labels, annotations, finalizers) and the resource's own
+// Validate hook.
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
+	}
+	metaPath := field.NewPath("metadata")
+	errs := genericvalidation.ValidateObjectMetaAccessor(m, s.NamespaceScoped(), genericvalidation.NameIsDNSSubdomain, metaPath)
+	if rv := m.GetResourceVersion(); rv != "" {
+		errs = append(errs, field.Invalid(metaPath.Child("resourceVersion"), rv, "must not be set on create"))
+	}
+	if s.res.Validate != nil {
+		errs = append(errs, s.res.Validate(ctx, obj)...)
+	}
+	return errs
+}
+
+// WarningsOnCreate returns no warnings.
+func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// Canonicalize does nothing: objects are stored as given.
+func (strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: PUT of a missing object is NotFound.
+func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate is false: an update must carry the
+// resourceVersion it was based on (422 Invalid otherwise).
+func (strategy) AllowUnconditionalUpdate(context.Context) bool { return false }
+
+// ValidateUpdate runs the resource's Validate and ValidateUpdate hooks;
+// the generic registry validates the metadata update itself
+// (rest.ValidateUpdate).
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	var errs field.ErrorList
+	if s.res.Validate != nil {
+		errs = append(errs, s.res.Validate(ctx, obj)...)
+	}
+	if s.res.ValidateUpdate != nil {
+		errs = append(errs, s.res.ValidateUpdate(ctx, obj, old)...)
+	}
+	return errs
+}
+
+// WarningsOnUpdate returns no warnings.
+func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// GetResetFields says which fields the main resource ignores, for
+// server-side apply's managed fields: status, when there is a status
+// subresource.
+func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	if !s.res.StatusSubresource {
+		return nil
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(s.res.GroupVersionKind.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// statusStrategy is the strategy of the status subresource: an update
+// changes only status (and managedFields); everything else is taken from the
+// stored object, as for a CustomResourceDefinition's /status.
+type statusStrategy struct {
+	strategy
+}
+
+// PrepareForUpdate copies everything but status and managedFields from old.
+func (s statusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newMeta, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	managed := newMeta.GetManagedFields()
+	status, ok := resource.StatusField(obj)
+	if !ok {
+		return
+	}
+	saved := reflect.New(status.Type()).Elem()
+	saved.Set(status)
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(old.DeepCopyObject()).Elem())
+	status.Set(saved)
+	newMeta.SetManagedFields(managed)
+}
+
+// ValidateUpdate runs the resource's validation hooks on the resulting
+// object, so a status cannot make it invalid.
+func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return s.strategy.ValidateUpdate(ctx, obj, old)
+}
+
+// GetResetFields: a status update ignores everything but status.
+func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(s.res.GroupVersionKind.GroupVersion().String()): fieldpath.NewSet(
+			fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "labels"),
+			fieldpath.MakePathOrDie("metadata", "annotations"),
+		),
+	}
+}
+
+// resetStatus sets obj's Status field to its zero value.
+func resetStatus(obj runtime.Object) {
+	if f, ok := resource.StatusField(obj); ok {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// copyStatus sets obj's Status field to a deep copy of old's.
+func copyStatus(obj, old runtime.Object) {
+	f, ok := resource.StatusField(obj)
+	if !ok {
+		return
+	}
+	oldCopy := old.DeepCopyObject()
+	if g, ok := resource.StatusField(oldCopy); ok {
+		f.Set(g)
+	}
+}
+
+// equalExceptMetadataAndStatus compares every top-level field of two objects
+// of the same type except TypeMeta, ObjectMeta and Status.
+func equalExceptMetadataAndStatus(a, b runtime.Object) bool {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	if va.Type() != vb.Type() {
+		return false
+	}
+	t := va.Type()
+	for i := 0; i < t.NumField(); i++ {
+		switch f := t.Field(i); {
+		case !f.IsExported(), f.Name == "TypeMeta", f.Name == "ObjectMeta", f.Name == "Status":
+			continue
+		}
+		if !equality.Semantic.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	_ rest.RESTCreateStrategy  = strategy{}
+	_ rest.RESTUpdateStrategy  = strategy{}
+	_ rest.RESTDeleteStrategy  = strategy{}
+	_ rest.ResetFieldsStrategy = strategy{}
+	_ rest.RESTUpdateStrategy  = statusStrategy{}
+)

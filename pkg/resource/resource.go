@@ -1,0 +1,162 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/common"
+)
+
+// Resource declares one API resource: a kind in one group version, stored
+// under its plural name. The zero value is not valid; see CheckDeclaration.
+type Resource struct {
+	// GroupVersionKind is the kind's identity, for example test/v1, Kind=Custom.
+	// The group must not be empty (the core group belongs to Kubernetes).
+	GroupVersionKind schema.GroupVersionKind
+	// Plural is the resource name in URLs and etcd keys, lower case, for
+	// example "customs". Required.
+	Plural string
+	// Singular is the singular resource name; "" means the lower-cased kind.
+	Singular string
+	// ShortNames are aliases kubectl accepts, for example ["cu"].
+	ShortNames []string
+	// Categories group resources for kubectl, for example ["all"].
+	Categories []string
+	// ClusterScoped makes the resource cluster-scoped: keys and URLs have no
+	// namespace. The zero value is namespaced, as most resources are.
+	ClusterScoped bool
+	// StatusSubresource serves the status subresource: the object type must
+	// have a field named Status; writes to the main resource ignore status and
+	// writes to the status subresource change only status (the semantics of
+	// a CustomResourceDefinition's status subresource).
+	StatusSubresource bool
+
+	// New returns a new, empty object of the kind, for example &Custom{}. Required.
+	New func() runtime.Object
+	// NewList returns a new, empty list, for example &CustomList{}. Required.
+	NewList func() runtime.Object
+
+	// Default, if set, fills in default values. It runs when objects are
+	// decoded and again before each create and update, so it must be
+	// idempotent.
+	Default func(obj runtime.Object)
+	// Validate, if set, validates an object on create and update, returning
+	// errors with field paths (for example field.NewPath("spec", "replicas")).
+	// Metadata (name, labels, annotations, finalizers) is validated by
+	// customapi in any case.
+	Validate func(ctx context.Context, obj runtime.Object) field.ErrorList
+	// ValidateUpdate, if set, validates an update against the stored object,
+	// for example to make a field immutable. It runs after Validate.
+	ValidateUpdate func(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// PrinterColumns are the extra columns of `kubectl get`, after NAME and
+	// before AGE.
+	PrinterColumns []PrinterColumn
+	// SelectableFields are the field selectors this resource supports besides
+	// metadata.name and metadata.namespace: a field path such as
+	// "spec.message" and a function returning the object's value for it.
+	SelectableFields map[string]func(obj runtime.Object) string
+	// OpenAPIDefinitions returns the generated OpenAPI definitions that
+	// describe the kind (openapi-gen's GetOpenAPIDefinitions). The server needs
+	// them for server-side apply and kubectl explain; the in-process client
+	// does not.
+	OpenAPIDefinitions common.GetOpenAPIDefinitions
+}
+
+// PrinterColumn is one column of `kubectl get` output, the same shape as a
+// CustomResourceDefinition's additionalPrinterColumns.
+type PrinterColumn struct {
+	// Name is the column header, for example "Replicas".
+	Name string
+	// Type is the OpenAPI type: string, integer, number, boolean or date.
+	Type string
+	// JSONPath selects the value, for example ".spec.replicas".
+	JSONPath string
+	// Description is shown by kubectl explain-like tools.
+	Description string
+	// Priority 0 columns are shown by default; higher ones with -o wide.
+	Priority int32
+}
+
+// GroupVersionResource returns the resource's GroupVersionResource, for
+// example test/v1, Resource=customs.
+func (r Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersionKind.GroupVersion().WithResource(r.Plural)
+}
+
+// GroupResource returns the resource's GroupResource, for example customs.test.
+func (r Resource) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: r.GroupVersionKind.Group, Resource: r.Plural}
+}
+
+// SingularName returns Singular, or the lower-cased kind when it is empty.
+func (r Resource) SingularName() string {
+	if r.Singular != "" {
+		return r.Singular
+	}
+	return strings.ToLower(r.GroupVersionKind.Kind)
+}
+
+// ListKind returns the kind of the list type, for example CustomList.
+func (r Resource) ListKind() string { return r.GroupVersionKind.Kind + "List" }
+
+// CheckDeclaration checks the declaration and returns an error naming the first
+// problem: an empty group, version or kind, a plural that is not a
+// DNS-1035 label, missing constructors, an object that does not carry
+// ObjectMeta, a list that does not carry ListMeta, or StatusSubresource on a
+// type without a Status field.
+func (r Resource) CheckDeclaration() error {
+	gvk := r.GroupVersionKind
+	switch {
+	case gvk.Group == "":
+		return errors.New("resource: GroupVersionKind.Group must not be empty")
+	case gvk.Version == "" || gvk.Version == runtime.APIVersionInternal:
+		return fmt.Errorf("resource %s: GroupVersionKind.Version must be a served version", gvk.Kind)
+	case gvk.Kind == "":
+		return fmt.Errorf("resource in %s: GroupVersionKind.Kind must not be empty", gvk.GroupVersion())
+	case r.New == nil || r.NewList == nil:
+		return fmt.Errorf("resource %s: New and NewList are required", gvk.Kind)
+	}
+	if errs := validation.IsDNS1035Label(r.Plural); len(errs) != 0 {
+		return fmt.Errorf("resource %s: Plural %q: %s", gvk.Kind, r.Plural, strings.Join(errs, "; "))
+	}
+	obj := r.New()
+	if _, err := meta.Accessor(obj); err != nil {
+		return fmt.Errorf("resource %s: New() returns %T, which has no ObjectMeta: %w", gvk.Kind, obj, err)
+	}
+	if _, ok := obj.(metav1.Object); !ok {
+		return fmt.Errorf("resource %s: New() returns %T, which does not embed metav1.ObjectMeta", gvk.Kind, obj)
+	}
+	list := r.NewList()
+	if !meta.IsListType(list) {
+		return fmt.Errorf("resource %s: NewList() returns %T, which has no Items field", gvk.Kind, list)
+	}
+	if _, err := meta.ListAccessor(list); err != nil {
+		return fmt.Errorf("resource %s: NewList() returns %T, which has no ListMeta: %w", gvk.Kind, list, err)
+	}
+	if r.StatusSubresource {
+		if _, ok := StatusField(obj); !ok {
+			return fmt.Errorf("resource %s: StatusSubresource needs a field named Status in %T", gvk.Kind, obj)
+		}
+	}
+	return nil
+}
+
+// StatusField returns the addressable Status field of obj (a pointer to a
+// struct), and false when there is none.
+func StatusField(obj runtime.Object) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	f := v.Elem().FieldByName("Status")
+	return f, f.IsValid() && f.CanSet()
+}

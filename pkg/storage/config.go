@@ -1,0 +1,166 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+
+	"github.com/customapi/customapi/pkg/etcd"
+)
+
+// DefaultPrefix is the etcd key prefix of all objects, as in kube-apiserver
+// (--etcd-prefix).
+const DefaultPrefix = "/registry"
+
+// DefaultMediaType is the encoding of values in etcd (--storage-media-type).
+const DefaultMediaType = runtime.ContentTypeJSON
+
+// DefaultCompactionInterval is how often the compactor asks etcd to compact
+// old revisions, as kube-apiserver's --etcd-compaction-interval.
+const DefaultCompactionInterval = storagebackend.DefaultCompactInterval
+
+// Config says where and how objects are stored. Scheme and Etcd are
+// required; every other zero value means the default.
+type Config struct {
+	// Scheme knows every stored type (see resource.NewScheme).
+	Scheme *runtime.Scheme
+	// Etcd is the cluster to store in: an embedded server's ClientConfig or
+	// an external cluster.
+	Etcd etcd.ClientConfig
+	// Prefix is prepended to every key; "" means DefaultPrefix. It must
+	// start with "/".
+	Prefix string
+	// MediaType is the storage encoding; "" means application/json. Any
+	// media type the scheme's codec factory serves may be given.
+	MediaType string
+	// DisableWatchCache serves every read from etcd instead of from the
+	// watch cache (kube-apiserver's --watch-cache=false).
+	DisableWatchCache bool
+	// CompactionInterval is how often old revisions are compacted; 0 means
+	// DefaultCompactionInterval and a negative value disables compaction.
+	CompactionInterval time.Duration
+}
+
+// Validate returns an error naming the first invalid field.
+func (c Config) Validate() error {
+	if c.Scheme == nil {
+		return errors.New("storage: Scheme is required")
+	}
+	if err := c.Etcd.Validate(); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if c.Prefix != "" && (!strings.HasPrefix(c.Prefix, "/") || c.Prefix == "/") {
+		return fmt.Errorf("storage: prefix %q must start with / and name a directory", c.Prefix)
+	}
+	return nil
+}
+
+// RESTOptionsGetter validates the configuration and returns the options
+// getter the generic registry builds its storage from. It returns an error
+// for an invalid configuration or a media type the scheme cannot encode.
+// Connections to etcd are made when each resource's store is built.
+func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	prefix := c.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	mediaType := c.MediaType
+	if mediaType == "" {
+		mediaType = DefaultMediaType
+	}
+	codecs := serializer.NewCodecFactory(c.Scheme)
+	if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType); !ok {
+		return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", mediaType)
+	}
+	backend := storagebackend.NewDefaultConfig(prefix, nil)
+	backend.Transport.ServerList = c.Etcd.Endpoints
+	backend.Transport.TrustedCAFile = c.Etcd.CAFile
+	backend.Transport.CertFile = c.Etcd.CertFile
+	backend.Transport.KeyFile = c.Etcd.KeyFile
+	switch {
+	case c.CompactionInterval < 0:
+		backend.CompactionInterval = 0
+	case c.CompactionInterval > 0:
+		backend.CompactionInterval = c.CompactionInterval
+	}
+	return &restOptionsGetter{
+		scheme:     c.Scheme,
+		codecs:     codecs,
+		mediaType:  mediaType,
+		backend:    *backend,
+		watchCache: !c.DisableWatchCache,
+	}, nil
+}
+
+type restOptionsGetter struct {
+	scheme     *runtime.Scheme
+	codecs     serializer.CodecFactory
+	mediaType  string
+	backend    storagebackend.Config
+	watchCache bool
+}
+
+// GetRESTOptions returns the storage options of one resource: its codec
+// (storage version = the served version of example's kind, memory version =
+// the group's internal version), its key prefix <group>/<resource>, and the
+// decorator that adds the watch cache and error mapping.
+func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	if example == nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: an example object is required", gr)
+	}
+	storageVersion, err := g.servedVersion(example)
+	if err != nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
+	}
+	codec, encodeVersioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+		StorageMediaType:  g.mediaType,
+		StorageSerializer: g.codecs,
+		StorageVersion:    storageVersion,
+		MemoryVersion:     schema.GroupVersion{Group: storageVersion.Group, Version: runtime.APIVersionInternal},
+		Config:            g.backend,
+	})
+	if err != nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: codec: %w", gr, err)
+	}
+	backend := g.backend
+	backend.Codec = codec
+	backend.EncodeVersioner = encodeVersioner
+
+	decorator := generic.UndecoratedStorage
+	if g.watchCache {
+		decorator = genericregistry.StorageWithCacher()
+	}
+	return generic.RESTOptions{
+		StorageConfig:           backend.ForResource(gr),
+		Decorator:               withStatusErrors(decorator),
+		DeleteCollectionWorkers: 1,
+		ResourcePrefix:          gr.Group + "/" + gr.Resource,
+	}, nil
+}
+
+// servedVersion returns the external group version example's kind is
+// registered under.
+func (g *restOptionsGetter) servedVersion(example runtime.Object) (schema.GroupVersion, error) {
+	kinds, _, err := g.scheme.ObjectKinds(example)
+	if err != nil {
+		return schema.GroupVersion{}, err
+	}
+	for _, k := range kinds {
+		if k.Version != runtime.APIVersionInternal {
+			return k.GroupVersion(), nil
+		}
+	}
+	return schema.GroupVersion{}, fmt.Errorf("%T has no served version in the scheme", example)
+}

@@ -1,0 +1,17 @@
+// Package storage configures how customapi keeps objects in etcd: the etcd3
+// backend of k8s.io/apiserver (storage.Interface), the storage codec (JSON by
+// default, so `etcdctl get` shows a normal Kubernetes-encoded object), the
+// watch cache (cacher, on by default), the key prefix, and the compactor.
+//
+// Config.RESTOptionsGetter returns the generic.RESTOptionsGetter that
+// k8s.io/apiserver's generic registry consumes; both the in-process client
+// and the HTTP server use it, so both see the same storage.
+//
+// Keys are <prefix>/<group>/<resource>/<namespace>/<name> for namespaced
+// resources and <prefix>/<group>/<resource>/<name> for cluster-scoped ones,
+// with prefix "/registry" by default: the layout kube-apiserver uses.
+//
+// Errors from etcd that upstream reports as 500s are mapped to Kubernetes
+// Status errors here: a value over etcd's request limit becomes 413
+// RequestEntityTooLarge.
+package storage
