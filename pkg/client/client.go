@@ -139,12 +139,7 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
-		if _, ok := ev.Object.(T); ok {
-			ev.Object = ev.Object.DeepCopyObject()
-		}
-		return ev, true
-	}), nil
+	return watch.Filter(w, ownEventObject), nil
 }
 
 // Update replaces the object (spec, labels, annotations, finalizers...) if
@@ -259,4 +254,18 @@ func (c *Client[T, L]) selectableField(path string) bool {
 	}
 	_, ok := c.store.Resource.SelectableFields[path]
 	return ok
+}
+
+// ownEventObject gives the receiver of a watch event an object of its own:
+// the watch cache shares one object (wrapped in a runtime.CacheableObject)
+// between all watchers, and GetObject returns a deep copy of it.
+func ownEventObject(ev watch.Event) (watch.Event, bool) {
+	switch obj := ev.Object.(type) {
+	case runtime.CacheableObject:
+		ev.Object = obj.GetObject()
+	case *metav1.Status:
+	default:
+		ev.Object = obj.DeepCopyObject()
+	}
+	return ev, true
 }

@@ -50,5 +50,8 @@ func NewStore(tb testing.TB, res resource.Resource, opts StoreOptions) (*registr
 		tb.Fatal(err)
 	}
 	tb.Cleanup(store.Destroy)
+	if err := store.WaitReady(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
 	return store, scheme, opts.Etcd, opts.Prefix
 }

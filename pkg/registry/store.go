@@ -1,12 +1,15 @@
 package registry
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
@@ -73,6 +76,24 @@ func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTO
 		out.Status = &status
 	}
 	return out, nil
+}
+
+// WaitReady returns once the store serves requests, or ctx's error. With the
+// watch cache on, the cache first lists everything from etcd; until then
+// watches from a given resourceVersion are refused with 429
+// TooManyRequests ("storage is (re)initializing"), as in kube-apiserver.
+func (s *Store) WaitReady(ctx context.Context) error {
+	check := s.Main.Storage.Storage.ReadinessCheck
+	if check() == nil {
+		return nil
+	}
+	err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+		return check() == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("registry: %s not ready: %w (last check: %v)", s.Resource.GroupResource(), err, check())
+	}
+	return nil
 }
 
 // Destroy stops the watch cache and closes the etcd connections of the
