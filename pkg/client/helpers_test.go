@@ -10,6 +10,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/etcd"
 )
 
 type customs = client.Client[*testv1.Custom, *testv1.CustomList]
@@ -19,8 +20,9 @@ type customs = client.Client[*testv1.Custom, *testv1.CustomList]
 type env struct {
 	c      *customs
 	all    *customs
-	etcd   *clientv3.Client
-	prefix string
+	etcd    *clientv3.Client
+	etcdCfg etcd.ClientConfig
+	prefix  string
 }
 
 func newEnv(t *testing.T, opts customapitest.StoreOptions) env {
@@ -35,7 +37,7 @@ func newEnv(t *testing.T, opts customapitest.StoreOptions) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = raw.Close() })
-	return env{c: c.Namespace("ns1"), all: c, etcd: raw, prefix: prefix}
+	return env{c: c.Namespace("ns1"), all: c, etcd: raw, etcdCfg: etcdCfg, prefix: prefix}
 }
 
 func custom(name string) *testv1.Custom {
