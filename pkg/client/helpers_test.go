@@ -18,8 +18,8 @@ type customs = client.Client[*testv1.Custom, *testv1.CustomList]
 // env is one test's client of customs in namespace ns1, and a raw etcd
 // client to check what is stored.
 type env struct {
-	c      *customs
-	all    *customs
+	c       *customs
+	all     *customs
 	etcd    *clientv3.Client
 	etcdCfg etcd.ClientConfig
 	prefix  string
