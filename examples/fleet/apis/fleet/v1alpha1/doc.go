@@ -1,0 +1,10 @@
+// Package v1alpha1 is a user-defined API group, fleet.example.com/v1alpha1,
+// written the way a customapi user writes one: a cluster-scoped kind Device
+// describing a machine of a device fleet. It lives outside pkg/ on purpose:
+// nothing in it is special to customapi.
+//
+// +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=com.example.fleet.v1alpha1
+// +groupName=fleet.example.com
+package v1alpha1
