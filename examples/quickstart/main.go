@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// namespace is where the quickstart creates its object. Namespaces are not
+// objects of their own here: any valid name works.
+const namespace = "default"
+
+// options are the command-line flags; the etcd ones mean what
+// kube-apiserver's flags of the same names mean.
+type options struct {
+	etcdServers  string
+	etcdCAFile   string
+	etcdCertFile string
+	etcdKeyFile  string
+}
+
+func main() {
+	var opts options
+	flag.StringVar(&opts.etcdServers, "etcd-servers", "", "comma-separated etcd client URLs; empty starts an embedded etcd in a temporary directory")
+	flag.StringVar(&opts.etcdCAFile, "etcd-cafile", "", "CA file to verify the etcd servers' certificates")
+	flag.StringVar(&opts.etcdCertFile, "etcd-certfile", "", "client certificate file for etcd")
+	flag.StringVar(&opts.etcdKeyFile, "etcd-keyfile", "", "client key file for etcd")
+	flag.Parse()
+
+	// Ctrl-C or SIGTERM cancels ctx; run then returns after its deferred
+	// cleanup (deleting the object, stopping etcd, removing the data dir).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, opts)
+	interrupted := ctx.Err() != nil
+	stop()
+	switch {
+	case err != nil && interrupted:
+		fmt.Fprintln(os.Stderr, "quickstart: interrupted; cleaned up")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program. Every resource it acquires is released by a
+// defer, so it returns only after cleaning up, whatever happened.
+func run(ctx context.Context, opts options) error {
+	// --- etcd: external if --etcd-servers is given, embedded otherwise ---
+	etcdConfig, stopEtcd, err := startOrConnectEtcd(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer stopEtcd()
+
+	// --- the storage stack: scheme -> storage config -> registry -> client ---
+	//
+	// install.Customs declares the resource customs.test/v1 (kind Custom).
+	// NewScheme registers it with everything k8s.io/apiserver needs.
+	scheme, err := resource.NewScheme(install.Customs)
+	if err != nil {
+		return err
+	}
+	// The storage config says where objects go: keys under /registry, values
+	// encoded as JSON, reads served from the watch cache. Defaults for all
+	// but the scheme and the etcd cluster.
+	restOptions, err := storage.Config{Scheme: scheme, Etcd: etcdConfig}.RESTOptionsGetter()
+	if err != nil {
+		return err
+	}
+	// registry.New builds the generic registry store of k8s.io/apiserver for
+	// the resource: the same store an API server would serve over HTTP.
+	store, err := registry.New(scheme, install.Customs, restOptions)
+	if err != nil {
+		return err
+	}
+	defer store.Destroy()
+	// With the watch cache on, the store first lists what etcd holds; wait
+	// for that, so that a watch from a resourceVersion is not refused.
+	if err := store.WaitReady(ctx); err != nil {
+		return err
+	}
+	// The typed client calls the store in-process, with client-go's
+	// signatures. Namespace binds it to one namespace.
+	all, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	if err != nil {
+		return err
+	}
+	customs := all.Namespace(namespace)
+
+	// A raw etcd client, only to show what is stored.
+	raw, err := etcdConfig.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+
+	// --- create ---
+	section("create")
+	// generateName asks the server for a unique name: quickstart-<random>.
+	created, err := customs.Create(ctx, &testv1.Custom{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "quickstart-",
+			Labels:       map[string]string{"app": "quickstart"},
+		},
+		Spec: testv1.CustomSpec{Message: "hello from customapi", Replicas: 1},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	name := created.Name
+	// Whatever happens from here on, delete the object before returning
+	// (it may be in an external etcd). A fresh context: ctx may be cancelled.
+	deleted := false
+	defer func() {
+		if deleted {
+			return
+		}
+		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := customs.Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(os.Stderr, "quickstart: cleanup: delete %s/%s: %v\n", namespace, name, err)
+		}
+	}()
+	// uid, creationTimestamp, resourceVersion and generation were set by the
+	// registry. The encoder of the scheme writes apiVersion and kind, as an
+	// API server does.
+	encoder, err := jsonEncoder(scheme)
+	if err != nil {
+		return err
+	}
+	out, err := runtime.Encode(encoder, created)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %s/%s:\n%s\n", namespace, name, out)
+
+	// --- the raw etcd key and value ---
+	section("in etcd")
+	// Keys are <prefix>/<group>/<resource>/<namespace>/<name>; the value is
+	// the object encoded as JSON (the storage media type), and
+	// metadata.resourceVersion is the key's etcd modification revision.
+	key := fmt.Sprintf("%s/%s/%s/%s/%s", storage.DefaultPrefix, install.Customs.GroupVersionKind.Group, install.Customs.Plural, namespace, name)
+	resp, err := raw.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("etcd get %s: %w", key, err)
+	}
+	if len(resp.Kvs) != 1 {
+		return fmt.Errorf("etcd get %s: %d keys, want 1", key, len(resp.Kvs))
+	}
+	fmt.Printf("key:   %s\n", resp.Kvs[0].Key)
+	fmt.Printf("value: %s", resp.Kvs[0].Value) // the stored value ends with a newline
+	fmt.Printf("mod_revision %d = metadata.resourceVersion %s\n", resp.Kvs[0].ModRevision, created.ResourceVersion)
+
+	// --- get ---
+	section("get")
+	got, err := customs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	fmt.Printf("got %s: %s\n", got.Name, summary(got))
+
+	// --- list by label selector ---
+	section("list -l app=quickstart")
+	list, err := customs.List(ctx, metav1.ListOptions{LabelSelector: "app=quickstart"})
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	fmt.Printf("list resourceVersion %s, %d item(s):\n", list.ResourceVersion, len(list.Items))
+	for i := range list.Items {
+		fmt.Printf("  %s: %s\n", list.Items[i].Name, summary(&list.Items[i]))
+	}
+
+	// --- update: optimistic concurrency ---
+	section("update (optimistic concurrency)")
+	// Two writers read the same version of the object.
+	writerA, err := customs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	writerB := writerA.DeepCopy()
+	fmt.Printf("writers A and B both read resourceVersion %s\n", writerA.ResourceVersion)
+
+	// A writes first and wins; a spec change bumps generation.
+	writerA.Spec.Replicas = 2
+	updated, err := customs.Update(ctx, writerA, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update by A: %w", err)
+	}
+	fmt.Printf("A sets spec.replicas=2: ok, %s\n", summary(updated))
+
+	// B's copy is now stale: the update carries resourceVersion writerB.ResourceVersion,
+	// which is no longer the stored one, so the registry answers 409 Conflict.
+	writerB.Spec.Message = "edited by B"
+	_, err = customs.Update(ctx, writerB, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		return fmt.Errorf("update by B with stale resourceVersion %s: got %v, want a Conflict", writerB.ResourceVersion, err)
+	}
+	fmt.Printf("B sets spec.message with stale resourceVersion %s: 409 Conflict\n  %v\n", writerB.ResourceVersion, err)
+
+	// B does what every Kubernetes client does: re-read, re-apply, retry
+	// (client-go's retry helper works unchanged on the client's errors).
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest, err := customs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		latest.Spec.Message = "edited by B"
+		updated, err = customs.Update(ctx, latest, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update by B: %w", err)
+	}
+	fmt.Printf("B re-reads and retries: ok, %s\n", summary(updated))
+
+	// --- watch ---
+	section("watch from resourceVersion " + created.ResourceVersion)
+	// A watch resumes from any recent resourceVersion: started from the
+	// created object's, it first replays the two updates that came after.
+	watchCtx, cancelWatch := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelWatch()
+	w, err := customs.Watch(watchCtx, metav1.ListOptions{
+		LabelSelector:   "app=quickstart",
+		ResourceVersion: created.ResourceVersion,
+	})
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Stop()
+	for range 2 {
+		if err := printEvent(watchCtx, w, watch.Modified); err != nil {
+			return err
+		}
+	}
+
+	// --- delete ---
+	section("delete")
+	if err := customs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	deleted = true
+	fmt.Printf("deleted %s/%s\n", namespace, name)
+	// The open watch sees the deletion, with the object's last state.
+	if err := printEvent(watchCtx, w, watch.Deleted); err != nil {
+		return err
+	}
+	_, err = customs.Get(ctx, name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get after delete: got %v, want NotFound", err)
+	}
+	fmt.Printf("get after delete: NotFound\n  %v\n", err)
+	resp, err = raw.Get(ctx, key, clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("etcd get %s: %w", key, err)
+	}
+	fmt.Printf("etcd key %s: %d key(s)\n", key, resp.Count)
+	return nil
+}
+
+// startOrConnectEtcd returns the configuration of the etcd to store in and a
+// function that releases it. With --etcd-servers it only validates the flags;
+// otherwise it starts an embedded etcd in a new temporary directory, which
+// the release function stops and removes.
+func startOrConnectEtcd(ctx context.Context, opts options) (etcd.ClientConfig, func(), error) {
+	if opts.etcdServers != "" {
+		cfg := etcd.ClientConfig{
+			Endpoints: strings.Split(opts.etcdServers, ","),
+			CAFile:    opts.etcdCAFile,
+			CertFile:  opts.etcdCertFile,
+			KeyFile:   opts.etcdKeyFile,
+		}
+		if err := cfg.Validate(); err != nil {
+			return etcd.ClientConfig{}, nil, err
+		}
+		fmt.Printf("using external etcd %s\n", opts.etcdServers)
+		return cfg, func() {}, nil
+	}
+	if opts.etcdCAFile != "" || opts.etcdCertFile != "" || opts.etcdKeyFile != "" {
+		return etcd.ClientConfig{}, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+	}
+	dir, err := os.MkdirTemp("", "customapi-quickstart-")
+	if err != nil {
+		return etcd.ClientConfig{}, nil, err
+	}
+	// StartEmbedded returns once etcd serves (or fails, leaving nothing
+	// running). Log level "error" keeps etcd's start-up and shutdown
+	// warnings out of the walkthrough.
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: dir, LogLevel: "error"})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return etcd.ClientConfig{}, nil, err
+	}
+	fmt.Printf("started embedded etcd at %s (data in %s, removed on exit)\n", strings.Join(e.Endpoints(), ","), dir)
+	return e.ClientConfig(), func() {
+		e.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+// jsonEncoder returns the encoder an API server would answer with: indented
+// JSON in the served version test/v1, with apiVersion and kind set.
+func jsonEncoder(scheme *runtime.Scheme) (runtime.Encoder, error) {
+	codecs := serializer.NewCodecFactory(scheme)
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok || info.PrettySerializer == nil {
+		return nil, errors.New("no JSON serializer")
+	}
+	return codecs.EncoderForVersion(info.PrettySerializer, install.Customs.GroupVersionKind.GroupVersion()), nil
+}
+
+// printEvent waits for the next watch event, prints it and checks its type.
+func printEvent(ctx context.Context, w watch.Interface, want watch.EventType) error {
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			return errors.New("watch: closed early")
+		}
+		if ev.Type == watch.Error {
+			return fmt.Errorf("watch: %w", apierrors.FromObject(ev.Object))
+		}
+		c, ok := ev.Object.(*testv1.Custom)
+		if !ok {
+			return fmt.Errorf("watch: %s event with a %T", ev.Type, ev.Object)
+		}
+		fmt.Printf("%-8s %s: %s\n", ev.Type, c.Name, summary(c))
+		if ev.Type != want {
+			return fmt.Errorf("watch: got a %s event, want %s", ev.Type, want)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("watch: waiting for a %s event: %w", want, ctx.Err())
+	}
+}
+
+// summary is a one-line description of a Custom.
+func summary(c *testv1.Custom) string {
+	return fmt.Sprintf("resourceVersion=%s generation=%d replicas=%d message=%q",
+		c.ResourceVersion, c.Generation, c.Spec.Replicas, c.Spec.Message)
+}
+
+// section prints a section header.
+func section(title string) {
+	fmt.Printf("\n== %s ==\n", title)
+}
