@@ -1,11 +1,15 @@
 package customapitest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/customapi/customapi/pkg/etcd"
 )
@@ -22,7 +26,14 @@ func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
 	tb.Helper()
 	prefix := "/registry-" + randomSuffix(tb)
 	if servers := os.Getenv(EnvEtcdServers); servers != "" {
-		return etcd.ClientConfig{Endpoints: strings.Split(servers, ",")}, prefix
+		var cfg etcd.ClientConfig
+		for _, s := range strings.Split(servers, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				cfg.Endpoints = append(cfg.Endpoints, s)
+			}
+		}
+		tb.Cleanup(func() { deletePrefix(tb, cfg, prefix) })
+		return cfg, prefix
 	}
 	e, err := etcd.StartEmbedded(tb.Context(), etcd.EmbeddedConfig{
 		DataDir:       tb.TempDir(),
@@ -42,4 +53,19 @@ func randomSuffix(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// deletePrefix removes what a test wrote to a shared external etcd.
+func deletePrefix(tb testing.TB, cfg etcd.ClientConfig, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli, err := cfg.NewClient(ctx)
+	if err != nil {
+		tb.Errorf("clean up %s: %v", prefix, err)
+		return
+	}
+	defer cli.Close()
+	if _, err := cli.Delete(ctx, prefix+"/", clientv3.WithPrefix()); err != nil {
+		tb.Errorf("clean up %s: %v", prefix, err)
+	}
 }

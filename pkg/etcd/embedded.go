@@ -44,7 +44,10 @@ type EmbeddedConfig struct {
 	MaxRequestBytes uint
 	// UnsafeNoFsync disables fsync. Only for tests: a crash loses data.
 	UnsafeNoFsync bool
-	// LogLevel is etcd's log level: debug, info, warn or error. "" means warn.
+	// LogLevel is etcd's log level: debug, info, warn or error. "" means
+	// error: etcd's warnings about its single-member, loopback-only setup
+	// ("Running http and grpc server on single port", "simple token is not
+	// cryptographically signed") are expected here.
 	LogLevel string
 }
 
@@ -191,7 +194,7 @@ func isAddrInUse(err error) bool {
 // every clean shutdown.
 func newLogger(level string) (*zap.Logger, error) {
 	if level == "" {
-		level = "warn"
+		level = "error"
 	}
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {

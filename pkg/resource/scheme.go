@@ -82,8 +82,10 @@ func AddToScheme(scheme *runtime.Scheme, resources ...Resource) error {
 			}
 		}
 	}
-	// The types every API server answers with, whatever the group.
+	// The option and status types every API server decodes and answers
+	// with, whatever the group.
 	unversioned := schema.GroupVersion{Version: "v1"}
+	metav1.AddToGroupVersion(scheme, unversioned)
 	scheme.AddUnversionedTypes(unversioned,
 		&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{},
 		&metav1.APIGroup{}, &metav1.APIResourceList{},

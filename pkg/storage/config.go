@@ -134,6 +134,11 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: codec: %w", gr, err)
 	}
+	// Fail here, before any etcd connection exists, when the media type
+	// cannot encode this type (protobuf needs generated marshallers).
+	if err := runtime.CheckCodec(codec, example, storageVersion.WithKind(kindOf(g.scheme, example))); err != nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s cannot be stored as %s: %w", gr, g.mediaType, err)
+	}
 	backend := g.backend
 	backend.Codec = codec
 	backend.EncodeVersioner = encodeVersioner
@@ -163,4 +168,12 @@ func (g *restOptionsGetter) servedVersion(example runtime.Object) (schema.GroupV
 		}
 	}
 	return schema.GroupVersion{}, fmt.Errorf("%T has no served version in the scheme", example)
+}
+
+func kindOf(scheme *runtime.Scheme, obj runtime.Object) string {
+	kinds, _, err := scheme.ObjectKinds(obj)
+	if err != nil || len(kinds) == 0 {
+		return ""
+	}
+	return kinds[0].Kind
 }

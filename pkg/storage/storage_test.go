@@ -111,3 +111,20 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// A media type that cannot encode the type fails before any storage (and
+// etcd connection) is made.
+func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
+	scheme, err := resource.NewScheme(install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getter, err := storage.Config{Scheme: scheme, Etcd: etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}}, MediaType: runtime.ContentTypeProtobuf}.RESTOptionsGetter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = getter.GetRESTOptions(install.Customs.GroupResource(), &testv1.Custom{})
+	if err == nil || !strings.Contains(err.Error(), "cannot be stored as application/vnd.kubernetes.protobuf") {
+		t.Fatalf("got %v", err)
+	}
+}

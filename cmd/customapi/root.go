@@ -1,0 +1,16 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "customapi",
+		Short:         "Kubernetes-style API objects in etcd, without Kubernetes",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCommand(), newVersionCommand())
+	return root
+}

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File names inside the data directory.
+const (
+	caCertFile      = "ca.crt"
+	caKeyFile       = "ca.key"
+	servingCertFile = "serving.crt"
+	servingKeyFile  = "serving.key"
+	tokensFile      = "tokens.csv"
+	kubeconfigFile  = "admin.kubeconfig"
+	etcdDir         = "etcd"
+)
+
+// certValidity is how long generated certificates are valid.
+const certValidity = 10 * 365 * 24 * time.Hour
+
+// ensureCertificates loads the CA and serving certificate from dir, or
+// generates them (ECDSA P-256) when absent. The serving certificate covers
+// localhost, 127.0.0.1, ::1, the host name and the bind address; it is
+// generated anew when it does not cover them or is about to expire.
+// It returns the CA certificate in PEM form.
+func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
+	caCert, caKey, caPEM, err := loadOrCreateCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
+	if bindAddress != nil && !bindAddress.IsUnspecified() && !bindAddress.IsLoopback() {
+		ips = append(ips, bindAddress)
+	}
+	names := []string{"localhost"}
+	if host, err := os.Hostname(); err == nil && host != "" && host != "localhost" {
+		names = append(names, host)
+	}
+	certPath := filepath.Join(dir, servingCertFile)
+	if current, err := readCert(certPath); err == nil && current.CheckSignatureFrom(caCert) == nil &&
+		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) {
+		return caPEM, nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("serving key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "customapi"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     names,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	if err := writeKeyPair(dir, servingCertFile, servingKeyFile, der, key); err != nil {
+		return nil, err
+	}
+	return caPEM, nil
+}
+
+func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+	certPath, keyPath := filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile)
+	if cert, err := readCert(certPath); err == nil {
+		key, err := readKey(keyPath)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("CA key %s: %w", keyPath, err)
+		}
+		caPEM, err := os.ReadFile(certPath)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return cert, key, caPEM, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil, fmt.Errorf("CA certificate %s: %w", certPath, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("CA key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "customapi-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(certValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	if err := writeKeyPair(dir, caCertFile, caKeyFile, der, key); err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+func covers(cert *x509.Certificate, names []string, ips []net.IP) bool {
+	for _, n := range names {
+		if cert.VerifyHostname(n) != nil {
+			return false
+		}
+	}
+	for _, ip := range ips {
+		if cert.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+func writeKeyPair(dir, certName, keyName string, der []byte, key *ecdsa.PrivateKey) error {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, keyName), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, certName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+func readCert(path string) (*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func readKey(path string) (*ecdsa.PrivateKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%s holds no PEM key", path)
+	}
+	return x509.ParseECPrivateKey(block.Bytes)
+}
+
+// writeFileAtomic writes data to a temporary file in the same directory and
+// renames it over path, so a crash never leaves half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

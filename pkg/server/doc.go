@@ -1,0 +1,26 @@
+// Package server serves declared resources over a kubectl-compatible HTTPS
+// API built on k8s.io/apiserver's GenericAPIServer: discovery, OpenAPI v2
+// and v3, server-side apply, JSON/merge patch, field validation, dry-run,
+// tables for `kubectl get`, watch with bookmarks, paging, /healthz /livez
+// /readyz, /metrics and /version.
+//
+// The life of a server follows sample-apiserver's shape:
+//
+//	opts := server.NewOptions()          // defaults; opts.AddFlags(fs) binds flags
+//	cfg, err := opts.Config()            // validates, prepares the data dir, certificates, credentials
+//	srv, err := server.New(ctx, cfg.Complete(), install.Customs, fleetapi.Devices)
+//	err = srv.Run(ctx)                   // serves until ctx ends, then drains and stops
+//
+// Secure by default: HTTPS only, on 127.0.0.1:6443; a CA, an ECDSA P-256
+// serving certificate and an admin bearer token are generated into the data
+// directory on first start and reused afterwards, and
+// <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in. Anonymous
+// requests get 401. Bearer tokens (--token-auth-file, kube's CSV format)
+// and x509 client certificates (--client-ca-file) authenticate;
+// authenticated users may do everything unless
+// --authorization-mode=Webhook delegates decisions to a SubjectAccessReview
+// webhook, as kube-apiserver does.
+//
+// Objects live in an embedded etcd under <data-dir>/etcd unless
+// --etcd-servers names an external cluster.
+package server

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// Authorization modes (--authorization-mode).
+const (
+	// AuthorizationAlwaysAllow lets every authenticated user do everything.
+	AuthorizationAlwaysAllow = "AlwaysAllow"
+	// AuthorizationWebhook asks a SubjectAccessReview webhook, as
+	// kube-apiserver's --authorization-mode=Webhook does.
+	AuthorizationWebhook = "Webhook"
+)
+
+// Options are the settings of `customapi serve`, one field per flag. The
+// flag names are kube-apiserver's where the meaning is the same.
+type Options struct {
+	// DataDir holds the embedded etcd, certificates, tokens and
+	// admin.kubeconfig (--data-dir). Created with mode 0700.
+	DataDir string
+	// BindAddress is the IP to listen on (--bind-address); 0.0.0.0 for all.
+	BindAddress net.IP
+	// SecurePort is the HTTPS port (--secure-port); 0 picks a free port.
+	SecurePort int
+	// Listener, if set, is used instead of binding BindAddress:SecurePort
+	// (for tests and embedding). Not a flag.
+	Listener net.Listener
+
+	// EtcdServers are external etcd client URLs (--etcd-servers); empty
+	// runs an embedded etcd in <DataDir>/etcd.
+	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile, EtcdKeyFile secure the connection to
+	// external etcd (--etcd-cafile, --etcd-certfile, --etcd-keyfile).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix prefixes every key (--etcd-prefix, default /registry).
+	EtcdPrefix string
+	// EtcdUnsafeNoFsync disables fsync in the embedded etcd. Tests only:
+	// a crash loses acknowledged writes. Not a flag.
+	EtcdUnsafeNoFsync bool
+	// WatchCache serves reads and watches from memory (--watch-cache).
+	WatchCache bool
+	// StorageMediaType is the encoding in etcd (--storage-media-type).
+	StorageMediaType string
+
+	// TokenAuthFile adds bearer tokens in kube's CSV format
+	// (--token-auth-file) to the generated admin token.
+	TokenAuthFile string
+	// ClientCAFile makes client certificates signed by this CA
+	// authenticate, with the certificate's CN as user name and O as groups
+	// (--client-ca-file).
+	ClientCAFile string
+	// AuthorizationMode is AlwaysAllow (every authenticated user may do
+	// everything) or Webhook (--authorization-mode).
+	AuthorizationMode string
+	// AuthorizationWebhookConfigFile is the kubeconfig of the
+	// SubjectAccessReview webhook (--authorization-webhook-config-file).
+	AuthorizationWebhookConfigFile string
+}
+
+// NewOptions returns the defaults: ./customapi-data, 127.0.0.1:6443,
+// embedded etcd, prefix /registry, watch cache on, JSON in etcd,
+// AlwaysAllow for authenticated users.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:           "customapi-data",
+		BindAddress:       net.ParseIP("127.0.0.1"),
+		SecurePort:        6443,
+		EtcdPrefix:        storage.DefaultPrefix,
+		WatchCache:        true,
+		StorageMediaType:  storage.DefaultMediaType,
+		AuthorizationMode: AuthorizationAlwaysAllow,
+	}
+}
+
+// AddFlags binds the options to flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd, the generated CA, serving certificate, tokens and admin.kubeconfig. Created with mode 0700.")
+	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "The IP address to serve HTTPS on; 0.0.0.0 or :: for all interfaces.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on; 0 picks a free port.")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "Comma-separated client URLs of an external etcd cluster (http:// or https://). Empty: run an embedded etcd in <data-dir>/etcd.")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA file that verifies the external etcd servers' certificates.")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate presented to the external etcd servers.")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Key of --etcd-certfile.")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every key in etcd: objects are at <prefix>/<group>/<resource>/[<namespace>/]<name>.")
+	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve lists, gets and watches from an in-memory cache fed by an etcd watch.")
+	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json or application/yaml.")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "AlwaysAllow: every authenticated user may do everything. Webhook: ask the SubjectAccessReview webhook of --authorization-webhook-config-file.")
+	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
+}
+
+// Validate returns every problem with the options, joined.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if o.Listener == nil && (o.SecurePort < 0 || o.SecurePort > 65535) {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not a port", o.SecurePort))
+	}
+	if o.Listener == nil && o.BindAddress == nil {
+		errs = append(errs, errors.New("--bind-address must be an IP address"))
+	}
+	if len(o.EtcdServers) != 0 {
+		if err := o.etcdClientConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--etcd-servers: %w", err))
+		}
+	} else if o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != "" {
+		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"))
+	}
+	if !strings.HasPrefix(o.EtcdPrefix, "/") || o.EtcdPrefix == "/" {
+		errs = append(errs, fmt.Errorf("--etcd-prefix %q must start with / and name a directory", o.EtcdPrefix))
+	}
+	switch o.StorageMediaType {
+	case runtime.ContentTypeJSON, runtime.ContentTypeYAML:
+	default:
+		errs = append(errs, fmt.Errorf("--storage-media-type %q is not supported (application/json, application/yaml)", o.StorageMediaType))
+	}
+	switch o.AuthorizationMode {
+	case AuthorizationAlwaysAllow:
+	case AuthorizationWebhook:
+		if o.AuthorizationWebhookConfigFile == "" {
+			errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--authorization-mode %q is not AlwaysAllow or Webhook", o.AuthorizationMode))
+	}
+	for flag, path := range map[string]string{"--token-auth-file": o.TokenAuthFile, "--client-ca-file": o.ClientCAFile, "--authorization-webhook-config-file": o.AuthorizationWebhookConfigFile} {
+		if path == "" {
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o *Options) etcdClientConfig() etcd.ClientConfig {
+	return etcd.ClientConfig{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
+}
+
+// Config validates the options and prepares the data directory: it creates
+// it (mode 0700), generates the CA, serving certificate and admin token on
+// first start (reusing them afterwards) and writes admin.kubeconfig. With
+// SecurePort 0 and no Listener it binds a free port now, so the kubeconfig
+// names the real port.
+func (o *Options) Config() (*Config, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	opts := *o
+	dir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.DataDir = dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	caPEM, err := ensureCertificates(dir, opts.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("certificates: %w", err)
+	}
+	token, err := ensureAdminToken(dir)
+	if err != nil {
+		return nil, fmt.Errorf("admin token: %w", err)
+	}
+	if opts.Listener == nil && opts.SecurePort == 0 {
+		l, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress.String(), "0"))
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		opts.Listener = l
+	}
+	host, port := clientHost(opts.BindAddress), opts.SecurePort
+	if opts.Listener != nil {
+		addr := opts.Listener.Addr().(*net.TCPAddr)
+		host, port = clientHost(addr.IP), addr.Port
+	}
+	kubeconfig, err := writeKubeconfig(dir, host, port, caPEM, token)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return &Config{
+		Options:        opts,
+		CAData:         caPEM,
+		AdminToken:     token,
+		KubeconfigPath: kubeconfig,
+		URL:            "https://" + net.JoinHostPort(host, fmt.Sprint(port)),
+	}, nil
+}

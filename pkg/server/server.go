@@ -1,0 +1,354 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	authorizationcel "k8s.io/apiserver/pkg/authorization/cel"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/plugin/pkg/authorizer/webhook"
+	webhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/compatibility"
+	"k8s.io/kube-openapi/pkg/common"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// KubernetesVersion is the Kubernetes API version customapi's server
+// speaks (the k8s.io/apiserver it is built on), reported by /version.
+const KubernetesVersion = "1.37"
+
+// Server is a running-ready API server for a set of resources. Create it
+// with New, then call Run.
+type Server struct {
+	generic *genericapiserver.GenericAPIServer
+	config  CompletedConfig
+	scheme  *runtime.Scheme
+	stores  map[schema.GroupVersionResource]*registry.Store
+	etcd    *etcd.Embedded
+	ready   chan struct{}
+	stop    chan struct{} // closed when the server stops, ends the etcd checks
+
+	closeOnce sync.Once
+}
+
+// New builds the server for resources: it builds their scheme, starts the
+// embedded etcd (unless the config names external servers), creates one
+// registry store per resource (waiting for their watch caches) and the
+// generic API server with authentication, authorization, OpenAPI and the
+// resources' API groups installed. It does not listen yet: Run does.
+// Errors: invalid resource declarations, missing OpenAPI definitions, etcd
+// that cannot start or be reached before ctx ends.
+func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resource) (*Server, error) {
+	if cfg.completedConfig == nil {
+		return nil, errors.New("server: the config was not completed (call Config.Complete)")
+	}
+	if len(resources) == 0 {
+		return nil, errors.New("server: no resources to serve")
+	}
+	o := cfg.Options
+	scheme, err := resource.NewScheme(resources...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range resources {
+		if r.OpenAPIDefinitions == nil {
+			return nil, fmt.Errorf("server: resource %s has no OpenAPIDefinitions (generate them with openapi-gen; server-side apply and kubectl explain need them)", r.GroupResource())
+		}
+	}
+	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+
+	s := &Server{config: cfg, scheme: scheme, stores: map[schema.GroupVersionResource]*registry.Store{}, ready: make(chan struct{}), stop: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
+		}
+	}()
+
+	etcdConfig := o.etcdClientConfig()
+	if len(o.EtcdServers) == 0 {
+		s.etcd, err = etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{
+			DataDir:       filepath.Join(o.DataDir, etcdDir),
+			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
+		})
+		if err != nil {
+			return nil, err
+		}
+		etcdConfig = s.etcd.ClientConfig()
+	}
+	getter, err := storage.Config{
+		Scheme:            scheme,
+		Etcd:              etcdConfig,
+		Prefix:            o.EtcdPrefix,
+		MediaType:         o.StorageMediaType,
+		DisableWatchCache: !o.WatchCache,
+	}.RESTOptionsGetter()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range resources {
+		st, err := registry.New(scheme, r, getter)
+		if err != nil {
+			return nil, err
+		}
+		s.stores[r.GroupVersionResource()] = st
+	}
+	for _, st := range s.stores {
+		if err := st.WaitReady(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	gc, err := s.genericConfig(codecs, resources, etcdConfig)
+	if err != nil {
+		return nil, err
+	}
+	s.generic, err = gc.Complete(nil).New("customapi", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if err := s.installGroups(codecs, resources); err != nil {
+		return nil, err
+	}
+	if err := s.generic.AddPostStartHook("customapi-ready", func(genericapiserver.PostStartHookContext) error {
+		close(s.ready)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// genericConfig builds k8s.io/apiserver's configuration: serving,
+// authentication, authorization, OpenAPI, version and health checks.
+func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource, etcdConfig etcd.ClientConfig) (*genericapiserver.Config, error) {
+	o := s.config.Options
+	gc := genericapiserver.NewConfig(codecs)
+	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	gc.ShutdownDelayDuration = 0
+	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+
+	serving := genericoptions.NewSecureServingOptions()
+	serving.BindAddress = o.BindAddress
+	serving.BindPort = o.SecurePort
+	serving.Listener = o.Listener
+	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
+	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
+	if err := serving.WithLoopback().ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
+		return nil, fmt.Errorf("server: serving: %w", err)
+	}
+
+	authn, err := s.authenticator()
+	if err != nil {
+		return nil, err
+	}
+	gc.Authentication.Authenticator = authn
+	if o.ClientCAFile != "" {
+		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("server: --client-ca-file: %w", err)
+		}
+		if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
+			return nil, err
+		}
+		gc.Authentication.Authenticator = union.New(gc.Authentication.Authenticator,
+			group.NewAuthenticatedGroupAdder(x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)))
+	}
+	gc.Authorization.Authorizer, err = s.authorizer()
+	if err != nil {
+		return nil, err
+	}
+	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
+
+	defs := mergedDefinitions(resources)
+	namer := openapinamer.NewDefinitionNamer(s.scheme)
+	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
+	gc.OpenAPIConfig.Info.Title = "customapi"
+	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
+	gc.OpenAPIV3Config.Info.Title = "customapi"
+
+	etcdCheck, err := etcdReadyCheck(etcdConfig, s.stop)
+	if err != nil {
+		return nil, err
+	}
+	gc.AddHealthChecks(etcdCheck)
+	return gc, nil
+}
+
+// authenticator accepts the generated admin token, the tokens of
+// --token-auth-file, and nothing else (client certificates are added by
+// the caller); every authenticated user also gets system:authenticated.
+func (s *Server) authenticator() (authenticator.Request, error) {
+	o := s.config.Options
+	tokens, err := tokenfile.NewCSV(filepath.Join(o.DataDir, tokensFile))
+	if err != nil {
+		return nil, fmt.Errorf("server: admin token: %w", err)
+	}
+	handlers := []authenticator.Request{bearertoken.New(tokens)}
+	if o.TokenAuthFile != "" {
+		extra, err := tokenfile.NewCSV(o.TokenAuthFile)
+		if err != nil {
+			return nil, fmt.Errorf("server: --token-auth-file: %w", err)
+		}
+		handlers = append(handlers, bearertoken.New(extra))
+	}
+	return group.NewAuthenticatedGroupAdder(union.New(handlers...)), nil
+}
+
+// authorizer returns AlwaysAllow (reached only by authenticated users) or
+// a SubjectAccessReview webhook authorizer, with system:masters always
+// allowed as in kube-apiserver.
+func (s *Server) authorizer() (authorizer.Authorizer, error) {
+	o := s.config.Options
+	if o.AuthorizationMode != AuthorizationWebhook {
+		return authorizerfactory.NewAlwaysAllowAuthorizer(), nil
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", o.AuthorizationWebhookConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("server: --authorization-webhook-config-file: %w", err)
+	}
+	wh, err := webhook.New(restConfig, "v1", 5*time.Minute, 30*time.Second,
+		wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
+		authorizer.DecisionDeny, nil, "webhook", webhookmetrics.NoopAuthorizerMetrics{}, authorizationcel.NewDefaultCompiler())
+	if err != nil {
+		return nil, fmt.Errorf("server: authorization webhook: %w", err)
+	}
+	return authzunion.New(
+		authzunion.NamedAuthorizer{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups("system:masters")},
+		authzunion.NamedAuthorizer{AuthorizerName: "webhook", Authorizer: wh},
+	)
+}
+
+// installGroups installs one API group per group of the resources, each
+// with every version declared.
+func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resource.Resource) error {
+	byGroup := map[string]*genericapiserver.APIGroupInfo{}
+	var groups []string
+	for _, r := range resources {
+		g := r.GroupVersionKind.Group
+		info, ok := byGroup[g]
+		if !ok {
+			i := genericapiserver.NewDefaultAPIGroupInfo(g, s.scheme, metav1.ParameterCodec, codecs)
+			info = &i
+			byGroup[g] = info
+			groups = append(groups, g)
+		}
+		v := r.GroupVersionKind.Version
+		if info.VersionedResourcesStorageMap[v] == nil {
+			info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{}
+		}
+		for path, st := range s.stores[r.GroupVersionResource()].RESTStorage() {
+			info.VersionedResourcesStorageMap[v][path] = st
+		}
+	}
+	sort.Strings(groups)
+	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
+	for _, g := range groups {
+		infos = append(infos, byGroup[g])
+	}
+	if err := s.generic.InstallAPIGroups(infos...); err != nil {
+		return fmt.Errorf("server: install API groups: %w", err)
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then stops accepting requests, lets in-flight
+// requests finish, ends watches, and stops the stores and the embedded etcd.
+// It returns an error if the server cannot listen.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.close()
+	return s.generic.PrepareRun().RunWithContext(ctx)
+}
+
+// ReadyNotify returns a channel closed once the server listens and serves.
+func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
+
+// Config returns the configuration the server was built from.
+func (s *Server) Config() Config { return s.config.Config }
+
+// Store returns the registry store of a served resource, for in-process
+// clients (client.New) that share the server's storage and watch cache.
+func (s *Server) Store(gvr schema.GroupVersionResource) (*registry.Store, bool) {
+	st, ok := s.stores[gvr]
+	return st, ok
+}
+
+// Handler returns the server's full HTTP handler (authentication,
+// authorization and all API endpoints), for embedding.
+func (s *Server) Handler() http.Handler { return s.generic.Handler }
+
+func (s *Server) close() {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		for _, st := range s.stores {
+			st.Destroy()
+		}
+		if s.etcd != nil {
+			s.etcd.Close()
+		}
+	})
+}
+
+// mergedDefinitions returns the union of the resources' OpenAPI
+// definitions (each generated package also holds the meta/v1 ones).
+func mergedDefinitions(resources []resource.Resource) common.GetOpenAPIDefinitions {
+	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		out := map[string]common.OpenAPIDefinition{}
+		for _, r := range resources {
+			for name, def := range r.OpenAPIDefinitions(ref) {
+				out[name] = def
+			}
+		}
+		return out
+	}
+}
+
+// etcdReadyCheck reports whether etcd answers, for /healthz, /livez and
+// /readyz:
+// kube-apiserver's own etcd check (a linearizable read, 2 s timeout).
+func etcdReadyCheck(cfg etcd.ClientConfig, stopCh <-chan struct{}) (healthz.HealthChecker, error) {
+	backend := storagebackend.NewDefaultConfig("/", nil)
+	backend.Transport.ServerList = cfg.Endpoints
+	backend.Transport.TrustedCAFile = cfg.CAFile
+	backend.Transport.CertFile = cfg.CertFile
+	backend.Transport.KeyFile = cfg.KeyFile
+	check, err := factory.CreateReadyCheck(*backend, stopCh)
+	if err != nil {
+		return nil, fmt.Errorf("server: etcd check: %w", err)
+	}
+	return healthz.NamedCheck("etcd", func(*http.Request) error { return check() }), nil
+}
