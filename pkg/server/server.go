@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -143,8 +144,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err := s.installGroups(codecs, resources); err != nil {
 		return nil, err
 	}
-	if err := s.generic.AddPostStartHook("customapi-ready", func(genericapiserver.PostStartHookContext) error {
-		close(s.ready)
+	loopbackToken := gc.LoopbackClientConfig.BearerToken
+	if err := s.generic.AddPostStartHook("customapi-ready", func(hc genericapiserver.PostStartHookContext) error {
+		go s.notifyReady(hc, loopbackToken)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -294,7 +296,23 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.generic.PrepareRun().RunWithContext(ctx)
 }
 
-// ReadyNotify returns a channel closed once the server listens and serves.
+// notifyReady closes s.ready once the server's own /readyz answers 200,
+// asking it in-process (no network) with the loopback credential.
+func (s *Server) notifyReady(ctx context.Context, token string) {
+	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		s.generic.Handler.ServeHTTP(rec, req)
+		return rec.Code == http.StatusOK, nil
+	})
+	if err == nil {
+		close(s.ready)
+	}
+}
+
+// ReadyNotify returns a channel closed once the server listens and its
+// /readyz answers 200.
 func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 
 // Config returns the configuration the server was built from.
