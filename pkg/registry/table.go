@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -77,7 +79,7 @@ func (c *tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, t
 		for _, jp := range c.paths {
 			cells = append(cells, cellValue(jp, content))
 		}
-		cells = append(cells, m.GetCreationTimestamp().Time.UTC().Format("2006-01-02T15:04:05Z"))
+		cells = append(cells, age(m.GetCreationTimestamp()))
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: item}})
 		return nil
 	}
@@ -112,4 +114,13 @@ func cellValue(jp *jsonpath.JSONPath, content map[string]any) any {
 		return nil
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// age renders a creation time as kubectl shows built-in resources' AGE
+// ("5m3s", "2d"), or "<unknown>" for none.
+func age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
 }
