@@ -1,0 +1,191 @@
+package server_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/server"
+)
+
+// get sends GET path with the given bearer token (none if empty) and client
+// certificates, trusting the server's CA, and returns the status code.
+func get(t *testing.T, s *customapitest.Server, path, token string, certs ...tls.Certificate) int {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.Config.TLSClientConfig.CAData)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestAuthentication(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("extra-token,alice,alice-uid,\"devs\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caPEM, clientCert := clientCA(t, "bob", "devs")
+	caFile := filepath.Join(dir, "client-ca.crt")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := customapitest.Start(t, func(o *server.Options) {
+		o.TokenAuthFile = tokens
+		o.ClientCAFile = caFile
+	}, install.Customs)
+
+	const path = "/apis/test/v1/namespaces/default/customs"
+	for _, tc := range []struct {
+		name  string
+		token string
+		certs []tls.Certificate
+		want  int
+	}{
+		{"no credentials", "", nil, http.StatusUnauthorized},
+		{"wrong token", "wrong", nil, http.StatusUnauthorized},
+		{"admin token", s.Config.BearerToken, nil, http.StatusOK},
+		{"token file", "extra-token", nil, http.StatusOK},
+		{"client certificate", "", []tls.Certificate{clientCert}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := get(t, s, path, tc.token, tc.certs...); got != tc.want {
+				t.Fatalf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// With --authorization-mode=Webhook, the SubjectAccessReview webhook decides;
+// system:masters (the admin) is always allowed.
+func TestWebhookAuthorization(t *testing.T) {
+	webhook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		spec, _ := review["spec"].(map[string]any)
+		attrs, _ := spec["resourceAttributes"].(map[string]any)
+		allowed := spec["user"] == "alice" && attrs["verb"] == "list"
+		review["status"] = map[string]any{"allowed": allowed}
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	t.Cleanup(webhook.Close)
+	dir := t.TempDir()
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["webhook"] = &clientcmdapi.Cluster{
+		Server:                   webhook.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: webhook.Certificate().Raw}),
+	}
+	kubeconfig.AuthInfos["server"] = &clientcmdapi.AuthInfo{}
+	kubeconfig.Contexts["webhook"] = &clientcmdapi.Context{Cluster: "webhook", AuthInfo: "server"}
+	kubeconfig.CurrentContext = "webhook"
+	webhookConfig := filepath.Join(dir, "webhook.kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, webhookConfig); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice\nbob-token,bob,bob\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := customapitest.Start(t, func(o *server.Options) {
+		o.TokenAuthFile = tokens
+		o.AuthorizationMode = server.AuthorizationWebhook
+		o.AuthorizationWebhookConfigFile = webhookConfig
+	}, install.Customs)
+
+	for _, tc := range []struct {
+		name, token, path string
+		want              int
+	}{
+		{"allowed by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs", http.StatusOK},
+		{"denied by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs/x", http.StatusForbidden},
+		{"other user denied", "bob-token", "/apis/test/v1/namespaces/default/customs", http.StatusForbidden},
+		{"admin always allowed", s.Config.BearerToken, "/apis/test/v1/namespaces/default/customs/x", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := get(t, s, tc.path, tc.token); got != tc.want {
+				t.Fatalf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// /readyz fails while etcd is unreachable.
+func TestReadyzFollowsEtcd(t *testing.T) {
+	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := customapitest.Start(t, func(o *server.Options) { o.EtcdServers = e.Endpoints() }, install.Customs)
+	if got := get(t, s, "/readyz", s.Config.BearerToken); got != http.StatusOK {
+		t.Fatalf("readyz %d with etcd up", got)
+	}
+	e.Close()
+	if got := get(t, s, "/readyz", s.Config.BearerToken); got == http.StatusOK {
+		t.Fatal("readyz 200 with etcd down")
+	}
+}
+
+// clientCA returns a CA certificate (PEM) and a client certificate it
+// signed for user and group.
+func clientCA(t *testing.T, user, group string) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-client-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: user, Organization: []string{group}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
