@@ -74,16 +74,23 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
-// Validate validates a new object: metadata (DNS-1123 subdomain name, no
-// resourceVersion, labels, annotations, finalizers) and the resource's own
-// Validate hook.
+// Validate validates a new object: the name is a DNS-1123 subdomain, no
+// resourceVersion is set, and the resource's own Validate hook passes. When
+// these pass, the generic registry validates the rest of the metadata
+// (namespace, labels, annotations, finalizers, generateName; see
+// rest.ValidateCreate), so it is not done twice here.
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath("metadata"), err)}
 	}
 	metaPath := field.NewPath("metadata")
-	errs := genericvalidation.ValidateObjectMetaAccessor(m, s.NamespaceScoped(), genericvalidation.NameIsDNSSubdomain, metaPath)
+	var errs field.ErrorList
+	if name := m.GetName(); name != "" {
+		for _, msg := range genericvalidation.NameIsDNSSubdomain(name, false) {
+			errs = append(errs, field.Invalid(metaPath.Child("name"), name, msg))
+		}
+	}
 	if rv := m.GetResourceVersion(); rv != "" {
 		errs = append(errs, field.Invalid(metaPath.Child("resourceVersion"), rv, "must not be set on create"))
 	}
