@@ -24,7 +24,7 @@ go run k8s.io/code-generator/cmd/deepcopy-gen \
 # OpenAPI definitions: "output package dir|API package dir ..." per line. Each output
 # package also holds the meta/v1 definitions its types refer to.
 OPENAPI_TARGETS=(
-  "pkg/generated/openapi|pkg/apis/test/v1"
+  "pkg/generated/openapi|pkg/apis/test/v1 pkg/apis/bench/v1"
   "examples/fleet/generated/openapi|examples/fleet/apis/fleet/v1alpha1"
 )
 meta_pkgs=(

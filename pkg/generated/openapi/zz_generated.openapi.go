@@ -22,7 +22,8 @@ limitations under the License.
 package openapi
 
 import (
-	v1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	v1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	version "k8s.io/apimachinery/pkg/version"
@@ -32,10 +33,13 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1.Custom{}.OpenAPIModelName():                        schema_pkg_apis_test_v1_Custom(ref),
-		v1.CustomList{}.OpenAPIModelName():                    schema_pkg_apis_test_v1_CustomList(ref),
-		v1.CustomSpec{}.OpenAPIModelName():                    schema_pkg_apis_test_v1_CustomSpec(ref),
-		v1.CustomStatus{}.OpenAPIModelName():                  schema_pkg_apis_test_v1_CustomStatus(ref),
+		v1.Sample{}.OpenAPIModelName():                        schema_pkg_apis_bench_v1_Sample(ref),
+		v1.SampleList{}.OpenAPIModelName():                    schema_pkg_apis_bench_v1_SampleList(ref),
+		v1.SampleSpec{}.OpenAPIModelName():                    schema_pkg_apis_bench_v1_SampleSpec(ref),
+		testv1.Custom{}.OpenAPIModelName():                    schema_pkg_apis_test_v1_Custom(ref),
+		testv1.CustomList{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomList(ref),
+		testv1.CustomSpec{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomSpec(ref),
+		testv1.CustomStatus{}.OpenAPIModelName():              schema_pkg_apis_test_v1_CustomStatus(ref),
 		metav1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
 		metav1.APIGroupList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIGroupList(ref),
 		metav1.APIResource{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_APIResource(ref),
@@ -93,6 +97,136 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_pkg_apis_bench_v1_Sample(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Sample is the object the benchmark writes, reads, lists and watches.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.SampleSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.SampleSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_bench_v1_SampleList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SampleList is a list of samples.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Sample{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.Sample{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_bench_v1_SampleSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SampleSpec holds 5 strings and 20 integers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strings": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Strings are 5 short strings.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"numbers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Numbers are 20 integers; the benchmark's updates change Numbers[0].",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int64",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_test_v1_Custom(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -125,21 +259,21 @@ func schema_pkg_apis_test_v1_Custom(ref common.ReferenceCallback) common.OpenAPI
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the desired state.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.CustomSpec{}.OpenAPIModelName()),
+							Ref:         ref(testv1.CustomSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Status is the observed state, written through the status subresource.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.CustomStatus{}.OpenAPIModelName()),
+							Ref:         ref(testv1.CustomStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.CustomSpec{}.OpenAPIModelName(), v1.CustomStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+			testv1.CustomSpec{}.OpenAPIModelName(), testv1.CustomStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -178,7 +312,7 @@ func schema_pkg_apis_test_v1_CustomList(ref common.ReferenceCallback) common.Ope
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1.Custom{}.OpenAPIModelName()),
+										Ref: ref(testv1.Custom{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -189,7 +323,7 @@ func schema_pkg_apis_test_v1_CustomList(ref common.ReferenceCallback) common.Ope
 			},
 		},
 		Dependencies: []string{
-			v1.Custom{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+			testv1.Custom{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 
