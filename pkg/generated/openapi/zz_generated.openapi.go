@@ -194,6 +194,11 @@ func schema_pkg_apis_bench_v1_SampleSpec(ref common.ReferenceCallback) common.Op
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"strings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Strings are 5 short strings.",
 							Type:        []string{"array"},
@@ -208,6 +213,11 @@ func schema_pkg_apis_bench_v1_SampleSpec(ref common.ReferenceCallback) common.Op
 						},
 					},
 					"numbers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Numbers are 20 integers; the benchmark's updates change Numbers[0].",
 							Type:        []string{"array"},

@@ -22,9 +22,11 @@ type Sample struct {
 // SampleSpec holds 5 strings and 20 integers.
 type SampleSpec struct {
 	// Strings are 5 short strings.
+	// +listType=atomic
 	// +optional
 	Strings []string `json:"strings,omitempty"`
 	// Numbers are 20 integers; the benchmark's updates change Numbers[0].
+	// +listType=atomic
 	// +optional
 	Numbers []int64 `json:"numbers,omitempty"`
 }
