@@ -1,0 +1,430 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/server"
+)
+
+// Paths of the customs resource.
+const (
+	customsAll = "/apis/test/v1/customs"
+	customsNS1 = "/apis/test/v1/namespaces/ns1/customs"
+)
+
+// customsIn returns the collection path of customs in namespace ns.
+func customsIn(ns string) string { return "/apis/test/v1/namespaces/" + ns + "/customs" }
+
+// env is one test's API server serving customs, reached over HTTPS.
+type env struct {
+	*customapitest.Server
+}
+
+// start serves customs on a new server with its own embedded etcd.
+func start(t *testing.T) env {
+	t.Helper()
+	return env{customapitest.Start(t, nil, install.Customs)}
+}
+
+// startOn serves customs on a new server storing in the given etcd under
+// prefix, so several servers (and the test) can share one etcd.
+func startOn(t *testing.T, endpoints []string, prefix string) env {
+	t.Helper()
+	return env{customapitest.Start(t, func(o *server.Options) {
+		o.EtcdServers = endpoints
+		o.EtcdPrefix = prefix
+	}, install.Customs)}
+}
+
+// request is one HTTP request to the server; path includes the query.
+type request struct {
+	method      string
+	path        string
+	body        []byte
+	contentType string // application/json when there is a body and this is empty
+	accept      string
+	header      http.Header
+}
+
+// response is what the server answered.
+type response struct {
+	code   int
+	body   []byte
+	header http.Header
+}
+
+// do sends r with the server's authenticated client.
+func (e env) do(t *testing.T, r request) response {
+	t.Helper()
+	return send(t, e.HTTPClient, e.URL, r)
+}
+
+// send sends r to base with client and reads the whole answer.
+func send(t *testing.T, client *http.Client, base string, r request) response {
+	t.Helper()
+	req := newRequest(t, base, r)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", r.method, r.path, err)
+	}
+	return response{code: resp.StatusCode, body: body, header: resp.Header}
+}
+
+func newRequest(t *testing.T, base string, r request) *http.Request {
+	t.Helper()
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), r.method, base+r.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.body != nil {
+		ct := r.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		req.Header.Set("Content-Type", ct)
+	}
+	if r.accept != "" {
+		req.Header.Set("Accept", r.accept)
+	}
+	for k, vs := range r.header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	return req
+}
+
+// get, post, put, patch and del are shorthands of do.
+func (e env) get(t *testing.T, path string) response {
+	t.Helper()
+	return e.do(t, request{method: http.MethodGet, path: path})
+}
+
+func (e env) post(t *testing.T, path string, body []byte) response {
+	t.Helper()
+	return e.do(t, request{method: http.MethodPost, path: path, body: body})
+}
+
+func (e env) put(t *testing.T, path string, body []byte) response {
+	t.Helper()
+	return e.do(t, request{method: http.MethodPut, path: path, body: body})
+}
+
+func (e env) patch(t *testing.T, path, contentType string, body []byte) response {
+	t.Helper()
+	return e.do(t, request{method: http.MethodPatch, path: path, body: body, contentType: contentType})
+}
+
+func (e env) del(t *testing.T, path string, body []byte) response {
+	t.Helper()
+	return e.do(t, request{method: http.MethodDelete, path: path, body: body})
+}
+
+// requireCode fails the test unless the answer has the status code.
+func requireCode(t *testing.T, r response, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("HTTP %d, want %d; body: %s", r.code, want, abbreviate(r.body))
+	}
+}
+
+// requireStatus fails the test unless the answer has the status code and
+// its body is a metav1.Status with the same code and the reason; it
+// returns the Status.
+func requireStatus(t *testing.T, r response, code int, reason metav1.StatusReason) metav1.Status {
+	t.Helper()
+	st, err := decodeStatus(r.body)
+	if err != nil {
+		t.Fatalf("HTTP %d (want %d %s): %v; body: %s", r.code, code, reason, err, abbreviate(r.body))
+	}
+	if r.code != code || st.Code != int32(code) || st.Reason != reason {
+		t.Fatalf("HTTP %d, Status code %d reason %q (%s), want %d %s", r.code, st.Code, st.Reason, st.Message, code, reason)
+	}
+	if st.Status != metav1.StatusFailure {
+		t.Fatalf("Status.status %q, want Failure", st.Status)
+	}
+	return st
+}
+
+// decodeStatus decodes a metav1.Status, failing on anything else.
+func decodeStatus(body []byte) (metav1.Status, error) {
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return st, fmt.Errorf("body is not JSON: %w", err)
+	}
+	if st.Kind != "Status" || st.APIVersion != "v1" {
+		return st, fmt.Errorf("body is %s %s, not a v1 Status", st.APIVersion, st.Kind)
+	}
+	return st, nil
+}
+
+// requireCause fails unless the Status has a cause for the field.
+func requireCause(t *testing.T, st metav1.Status, field string) {
+	t.Helper()
+	if st.Details == nil {
+		t.Fatalf("Status %q has no details, want a cause for %s", st.Message, field)
+	}
+	for _, c := range st.Details.Causes {
+		if c.Field == field {
+			return
+		}
+	}
+	t.Fatalf("Status %q has no cause for field %s: %+v", st.Message, field, st.Details.Causes)
+}
+
+// requireCauseType fails unless the Status has a cause of the type.
+func requireCauseType(t *testing.T, st metav1.Status, want metav1.CauseType) {
+	t.Helper()
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			if c.Type == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("Status %q (reason %s) has no cause of type %s: %+v", st.Message, st.Reason, want, st.Details)
+}
+
+func abbreviate(b []byte) string {
+	const max = 2000
+	if len(b) > max {
+		return string(b[:max]) + fmt.Sprintf("... (%d bytes)", len(b))
+	}
+	return string(b)
+}
+
+// custom returns a Custom in ns1 with the type set, as clients send it.
+func custom(name string) *testv1.Custom {
+	return &testv1.Custom{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "test/v1", Kind: "Custom"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       testv1.CustomSpec{Message: "hello", Replicas: 1},
+	}
+}
+
+// encode returns the JSON of obj.
+func encode(t *testing.T, obj any) []byte {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// decodeCustom decodes a Custom, failing the test unless the body is one.
+func decodeCustom(t *testing.T, body []byte) *testv1.Custom {
+	t.Helper()
+	var c testv1.Custom
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatalf("decode Custom: %v; body: %s", err, abbreviate(body))
+	}
+	if c.Kind != "Custom" || c.APIVersion != "test/v1" {
+		t.Fatalf("body is %s %s, want test/v1 Custom: %s", c.APIVersion, c.Kind, abbreviate(body))
+	}
+	return &c
+}
+
+// decodeList decodes a CustomList, failing the test unless the body is one.
+func decodeList(t *testing.T, body []byte) *testv1.CustomList {
+	t.Helper()
+	var l testv1.CustomList
+	if err := json.Unmarshal(body, &l); err != nil {
+		t.Fatalf("decode CustomList: %v; body: %s", err, abbreviate(body))
+	}
+	if l.Kind != "CustomList" || l.APIVersion != "test/v1" {
+		t.Fatalf("body is %s %s, want test/v1 CustomList: %s", l.APIVersion, l.Kind, abbreviate(body))
+	}
+	return &l
+}
+
+// create POSTs obj into ns1 and returns the stored object.
+func (e env) create(t *testing.T, obj *testv1.Custom) *testv1.Custom {
+	t.Helper()
+	path := customsNS1
+	if obj.Namespace != "" {
+		path = customsIn(obj.Namespace)
+	}
+	r := e.post(t, path, encode(t, obj))
+	requireCode(t, r, http.StatusCreated)
+	return decodeCustom(t, r.body)
+}
+
+// snapshot lists customs in every namespace and returns
+// "namespace/name" -> resourceVersion: any write changes it.
+func (e env) snapshot(t *testing.T) map[string]string {
+	t.Helper()
+	r := e.get(t, customsAll)
+	requireCode(t, r, http.StatusOK)
+	out := map[string]string{}
+	for _, it := range decodeList(t, r.body).Items {
+		out[it.Namespace+"/"+it.Name] = it.ResourceVersion
+	}
+	return out
+}
+
+// requireUnchanged fails unless a LIST shows exactly the objects and
+// resourceVersions of before.
+func (e env) requireUnchanged(t *testing.T, before map[string]string) {
+	t.Helper()
+	after := e.snapshot(t)
+	if len(after) != len(before) {
+		t.Fatalf("objects changed after a rejected write:\nbefore %v\nafter  %v", before, after)
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Fatalf("objects changed after a rejected write:\nbefore %v\nafter  %v", before, after)
+		}
+	}
+}
+
+// watchEvent is one event of a JSON watch stream.
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// custom decodes the event's object as a Custom.
+func (ev watchEvent) custom(t *testing.T) *testv1.Custom {
+	t.Helper()
+	return decodeCustom(t, ev.Object)
+}
+
+// watchStream reads a JSON watch stream line by line.
+type watchStream struct {
+	events chan watchEvent
+	err    error // why the stream ended; read after events is closed
+	cancel context.CancelFunc
+}
+
+// watch opens GET path (which must carry watch=1) and fails the test
+// unless the server answers 200 with a JSON stream. The stream is closed
+// when the test ends.
+func (e env) watch(t *testing.T, path string) *watchStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := e.HTTPClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("watch %s: %v", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		t.Fatalf("watch %s: HTTP %d: %s", path, resp.StatusCode, abbreviate(body))
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		resp.Body.Close()
+		cancel()
+		t.Fatalf("watch %s: Content-Type %q", path, ct)
+	}
+	w := &watchStream{events: make(chan watchEvent), cancel: cancel}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer resp.Body.Close()
+		defer close(w.events)
+		rd := bufio.NewReader(resp.Body)
+		for {
+			line, err := rd.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				var ev watchEvent
+				if jerr := json.Unmarshal(line, &ev); jerr != nil {
+					w.err = fmt.Errorf("event is not JSON: %w: %s", jerr, abbreviate(line))
+					return
+				}
+				select {
+				case w.events <- ev:
+				case <-ctx.Done():
+					w.err = ctx.Err()
+					return
+				}
+			}
+			if err != nil {
+				w.err = err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return w
+}
+
+// eventTimeout bounds a wait for an event that must come (a hang guard, not
+// a wait for readiness).
+const eventTimeout = 30 * time.Second
+
+// next returns the next event, failing if the stream ends or none comes.
+func (w *watchStream) next(t *testing.T) watchEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-w.events:
+		if !ok {
+			t.Fatalf("watch stream ended: %v", w.err)
+		}
+		return ev
+	case <-time.After(eventTimeout):
+		t.Fatalf("no watch event within %s", eventTimeout)
+	}
+	return watchEvent{}
+}
+
+// requireEnd fails unless the server ends the stream with no further event.
+func (w *watchStream) requireEnd(t *testing.T) {
+	t.Helper()
+	select {
+	case ev, ok := <-w.events:
+		if ok {
+			t.Fatalf("got %s event %s, want the stream to end", ev.Type, abbreviate(ev.Object))
+		}
+		if w.err != nil && !errors.Is(w.err, io.EOF) {
+			t.Fatalf("stream ended with %v, want a clean end", w.err)
+		}
+	case <-time.After(eventTimeout):
+		t.Fatalf("watch stream still open after %s", eventTimeout)
+	}
+}
+
+// names returns the names of a list's items, sorted.
+func names(l *testv1.CustomList) []string {
+	out := make([]string, 0, len(l.Items))
+	for _, it := range l.Items {
+		out = append(out, it.Name)
+	}
+	slices.Sort(out)
+	return out
+}
