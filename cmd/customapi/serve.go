@@ -7,13 +7,16 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
+	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
 
 func newServeCommand() *cobra.Command {
 	opts := server.NewOptions()
 	logOpts := logs.NewOptions()
+	serveBench := false
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the test/v1 API (kind Custom) over HTTPS, kubectl-compatible",
@@ -37,7 +40,11 @@ Anonymous requests are rejected (401).`,
 			if err != nil {
 				return err
 			}
-			srv, err := server.New(ctx, cfg.Complete(), install.Customs)
+			resources := []resource.Resource{install.Customs}
+			if serveBench {
+				resources = append(resources, benchinstall.Samples)
+			}
+			srv, err := server.New(ctx, cfg.Complete(), resources...)
 			if err != nil {
 				return err
 			}
@@ -53,5 +60,8 @@ Anonymous requests are rejected (401).`,
 	}
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
+	// Used by `customapi bench --target self`.
+	cmd.Flags().BoolVar(&serveBench, "serve-bench-api", false, "Also serve samples.bench.customapi.io/v1, the resource of customapi bench.")
+	_ = cmd.Flags().MarkHidden("serve-bench-api")
 	return cmd
 }

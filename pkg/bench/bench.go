@@ -1,0 +1,468 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
+	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// Config says what to measure. DefaultConfig gives the sizes of
+// docs/performance.md.
+type Config struct {
+	// Targets are "etcd", "inprocess", "self" and "kubeconfig=PATH", or
+	// "all" (the first three).
+	Targets []string
+	// Resource is the resource used on kubeconfig targets; it must accept
+	// the sample's shape (labels, spec.strings, spec.numbers).
+	Resource schema.GroupVersionResource
+	// Executable is the customapi binary started for the self target.
+	Executable string
+
+	Creates       int   // objects per create workload
+	CreateWorkers []int // worker counts of the create workloads
+	Concurrency   int   // workers of get, update and loading
+	Gets          int   // reads
+	Updates       int   // read-modify-write cycles
+	UpdateObjects int   // objects the updates spread over
+	ListObjects   int   // objects present for the list workloads
+	ListRuns      int   // timed full lists per list workload
+	PageSize      int64 // page size of the paged list
+	Watchers      int   // concurrent watchers
+	WatchUpdates  int   // updates the watchers receive
+	WatchRate     int   // updates per second
+
+	// CPUProfileDir, if set, receives CPU profiles of the server under the
+	// create and list workloads (self: from the server's /debug/pprof;
+	// inprocess: of this process), ProfileSeconds long each.
+	CPUProfileDir  string
+	ProfileSeconds int
+
+	// Progress receives progress lines; nil for none.
+	Progress io.Writer
+}
+
+// DefaultConfig returns the sizes used for docs/performance.md.
+func DefaultConfig() Config {
+	return Config{
+		Targets:        []string{"all"},
+		Resource:       benchinstall.Samples.GroupVersionResource(),
+		Creates:        2000,
+		CreateWorkers:  []int{1, 16},
+		Concurrency:    16,
+		Gets:           5000,
+		Updates:        2000,
+		UpdateObjects:  100,
+		ListObjects:    10000,
+		ListRuns:       10,
+		PageSize:       500,
+		Watchers:       100,
+		WatchUpdates:   500,
+		WatchRate:      50,
+		ProfileSeconds: 10,
+	}
+}
+
+// Run measures every target and returns the rows with ratios against raw
+// etcd. It starts an embedded etcd (fsync on) in a temporary directory for
+// the etcd, inprocess and self targets, each under a key prefix of its own,
+// and removes everything it created when it returns, also when ctx is
+// cancelled.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	targets, err := expandTargets(cfg.Targets)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "customapi-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	var etcdConfig etcd.ClientConfig
+	for _, t := range targets {
+		if t == "etcd" || t == "inprocess" || t == "self" {
+			e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(tmp, "etcd")})
+			if err != nil {
+				return nil, err
+			}
+			defer e.Close()
+			etcdConfig = e.ClientConfig()
+			break
+		}
+	}
+
+	var results []Result
+	for _, name := range targets {
+		rows, err := runTarget(ctx, cfg, name, tmp, etcdConfig)
+		results = append(results, rows...)
+		if err != nil {
+			addRatios(results)
+			return results, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	addRatios(results)
+	return results, nil
+}
+
+func expandTargets(in []string) ([]string, error) {
+	var out []string
+	for _, t := range in {
+		switch {
+		case t == "all":
+			out = append(out, "etcd", "inprocess", "self")
+		case t == "etcd", t == "inprocess", t == "self", strings.HasPrefix(t, "kubeconfig="):
+			out = append(out, t)
+		default:
+			return nil, fmt.Errorf("unknown target %q (etcd, inprocess, self, kubeconfig=PATH, all)", t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no target")
+	}
+	return out, nil
+}
+
+// runTarget builds one target and runs every workload on it.
+func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etcd.ClientConfig) ([]Result, error) {
+	var results []Result
+	r := &runner{cfg: cfg, apiVer: cfg.Resource.GroupVersion().String(), kind: "Sample"}
+	var profile func(ctx context.Context, file string, work func(context.Context) error) error
+	switch {
+	case name == "etcd":
+		cli, err := etcdConfig.NewClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer cli.Close()
+		r.target = &etcdTarget{cli: cli, prefix: "/bench-etcd"}
+		put := &runner{cfg: cfg, apiVer: r.apiVer, kind: r.kind, target: &etcdTarget{cli: cli, prefix: "/bench-etcd-put", put: true}}
+		for _, w := range cfg.CreateWorkers {
+			res, err := put.create(ctx, w)
+			results = append(results, res)
+			if err != nil {
+				return results, err
+			}
+		}
+	case name == "inprocess":
+		t, err := newInprocess(etcdConfig)
+		if err != nil {
+			return nil, err
+		}
+		r.target = t
+		profile = func(ctx context.Context, file string, work func(context.Context) error) error {
+			return profileSelf(ctx, file, cfg.ProfileSeconds, work)
+		}
+	case name == "self":
+		t, ready, err := startSelf(ctx, cfg, filepath.Join(tmp, "self"), etcdConfig)
+		if err != nil {
+			return nil, err
+		}
+		r.target = t
+		results = append(results, Result{Target: t.Name(), Workload: "startup", Value: ready.Seconds(), Notes: "process start to ready line, empty data dir"})
+		profile = func(ctx context.Context, file string, work func(context.Context) error) error {
+			return profileServer(ctx, t, file, cfg.ProfileSeconds, work)
+		}
+	default:
+		t, err := newKubeconfigTarget(strings.TrimPrefix(name, "kubeconfig="), cfg.Resource)
+		if err != nil {
+			return nil, err
+		}
+		r.target = t
+		r.apiVer, r.kind = cfg.Resource.GroupVersion().String(), t.kind
+	}
+	defer r.target.Close()
+
+	add := func(res Result, err error) error {
+		results = append(results, res)
+		return err
+	}
+	for _, w := range cfg.CreateWorkers {
+		if err := add(r.create(ctx, w)); err != nil {
+			return results, err
+		}
+	}
+	if err := add(r.get(ctx)); err != nil {
+		return results, err
+	}
+	if err := add(r.update(ctx)); err != nil {
+		return results, err
+	}
+	mem, err := r.loadList(ctx)
+	results = append(results, mem...)
+	if err != nil {
+		return results, err
+	}
+	for _, l := range []struct {
+		workload, rv string
+		limit        int64
+	}{
+		{`list rv=""`, "", 0},
+		{`list rv="0"`, "0", 0},
+		{fmt.Sprintf("list limit=%d", cfg.PageSize), "", cfg.PageSize},
+	} {
+		if err := add(r.list(ctx, l.workload, l.rv, l.limit)); err != nil {
+			return results, err
+		}
+	}
+	if err := add(r.watch(ctx)); err != nil {
+		return results, err
+	}
+	if cfg.CPUProfileDir != "" && profile != nil {
+		if err := r.profiles(ctx, profile); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+// profiles records CPU profiles of the server under a create workload and
+// a list workload, each running for ProfileSeconds.
+func (r *runner) profiles(ctx context.Context, profile func(context.Context, string, func(context.Context) error) error) error {
+	if err := os.MkdirAll(r.cfg.CPUProfileDir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(r.cfg.CPUProfileDir, r.target.Name())
+	ns := "bench-profile"
+	n := 0
+	create := func(ctx context.Context) error {
+		_, _, err := r.parallel(ctx, "profile: create", 1<<30, r.cfg.Concurrency, func(ctx context.Context, _ int) error {
+			n++
+			name := fmt.Sprintf("p-%d-%d", time.Now().UnixNano(), n)
+			_, err := r.target.Create(ctx, ns, name, r.sample(ns, name))
+			return err
+		})
+		return err
+	}
+	if err := profile(ctx, base+"-create.pprof", create); err != nil {
+		return err
+	}
+	list := func(ctx context.Context) error {
+		_, _, err := r.parallel(ctx, "profile: list", 1<<30, 1, func(ctx context.Context, _ int) error {
+			_, err := r.target.List(ctx, nsList, "", 0)
+			return err
+		})
+		return err
+	}
+	return profile(ctx, base+"-list.pprof", list)
+}
+
+// profileSelf profiles this process while work runs for ProfileSeconds.
+func profileSelf(ctx context.Context, file string, seconds int, work func(context.Context) error) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second)
+	defer cancel()
+	err = work(ctx)
+	pprof.StopCPUProfile()
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	return err
+}
+
+// profileServer fetches /debug/pprof/profile from the server while work
+// runs.
+func profileServer(ctx context.Context, t *httpTarget, file string, seconds int, work func(context.Context) error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- work(wctx) }()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", t.base, seconds), nil)
+	if err != nil {
+		cancel()
+		return err
+	}
+	resp, err := t.client.Do(req)
+	if err == nil {
+		defer resp.Body.Close()
+		var f *os.File
+		if f, err = os.Create(file); err == nil {
+			_, err = io.Copy(f, resp.Body)
+			f.Close()
+		}
+	}
+	cancel()
+	if werr := <-errc; werr != nil && !errors.Is(werr, context.Canceled) && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// newInprocess builds the in-process target on etcd under /bench-inprocess.
+func newInprocess(etcdConfig etcd.ClientConfig) (*inprocessTarget, error) {
+	scheme, err := resource.NewScheme(benchinstall.Samples)
+	if err != nil {
+		return nil, err
+	}
+	getter, err := storage.Config{Scheme: scheme, Etcd: etcdConfig, Prefix: "/bench-inprocess"}.RESTOptionsGetter()
+	if err != nil {
+		return nil, err
+	}
+	store, err := registry.New(scheme, benchinstall.Samples, getter)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.WaitReady(context.Background()); err != nil {
+		store.Destroy()
+		return nil, err
+	}
+	samples, err := client.New[*benchv1.Sample, *benchv1.SampleList](store)
+	if err != nil {
+		store.Destroy()
+		return nil, err
+	}
+	return &inprocessTarget{store: store, samples: samples}, nil
+}
+
+// startSelf starts `customapi serve` on etcd under /bench-self and returns
+// the target and the time from process start to its ready line.
+func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.ClientConfig) (*httpTarget, time.Duration, error) {
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, 0, err
+		}
+	}
+	cmd := exec.Command(exe, "serve", "--data-dir", dataDir, "--secure-port", "0",
+		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--serve-bench-api")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	stop := func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			return <-done
+		}
+	}
+	readyc := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "customapi is ready") {
+				readyc <- nil
+				_, _ = io.Copy(io.Discard, stdout)
+				return
+			}
+		}
+		readyc <- errors.New("customapi serve exited before it was ready")
+	}()
+	select {
+	case err = <-readyc:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(60 * time.Second):
+		err = errors.New("customapi serve not ready after 60s")
+	}
+	ready := time.Since(start)
+	if err != nil {
+		_ = stop()
+		return nil, 0, fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
+	if err != nil {
+		_ = stop()
+		return nil, 0, err
+	}
+	t, err := newHTTPTarget("self", restConfig, cfg.Resource, "Sample")
+	if err != nil {
+		_ = stop()
+		return nil, 0, err
+	}
+	t.pid, t.stop = cmd.Process.Pid, stop
+	return t, ready, nil
+}
+
+// newKubeconfigTarget reaches the server of a kubeconfig; the resource's
+// kind is looked up through discovery.
+func newKubeconfigTarget(path string, gvr schema.GroupVersionResource) (*httpTarget, error) {
+	restConfig, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return nil, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
+	}
+	kind := ""
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			kind = r.Kind
+		}
+	}
+	if kind == "" {
+		return nil, fmt.Errorf("%s does not serve %s", restConfig.Host, gvr)
+	}
+	return newHTTPTarget(restConfig.Host, restConfig, gvr, kind)
+}
+
+func newHTTPTarget(name string, restConfig *rest.Config, gvr schema.GroupVersionResource, kind string) (*httpTarget, error) {
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS, restConfig.Burst = -1, 0
+	hc, err := rest.HTTPClientFor(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &httpTarget{name: name, base: strings.TrimSuffix(restConfig.Host, "/"), client: hc, gvr: gvr, kind: kind}, nil
+}
+
+// limitedWriter keeps at most n bytes.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n <= 0 {
+		return len(p), nil
+	}
+	k := min(len(p), l.n)
+	l.n -= k
+	_, err := l.w.Write(p[:k])
+	return len(p), err
+}

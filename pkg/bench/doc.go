@@ -1,0 +1,15 @@
+// Package bench measures customapi against the physical limit (raw etcd)
+// and against any other Kubernetes-style API server, in one run on one
+// machine: the engine of `customapi bench`.
+//
+// A Target is something that stores samples (bench.customapi.io/v1 Sample,
+// ~600 bytes of JSON): raw etcd (clientv3 create-if-absent transactions and
+// puts of the same bytes), the in-process client, a `customapi serve`
+// started for the run, or any server reached through a kubeconfig. Each
+// workload (create, get, update, list, watch, memory) runs against each
+// target and yields a Result row; Report prints them with ratios against
+// raw etcd.
+//
+// Figures depend on the machine and on what else runs on it: compare rows of
+// one run, not runs of different days.
+package bench
