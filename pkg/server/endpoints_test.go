@@ -452,7 +452,13 @@ func rvNumber(t *testing.T, rv string) int64 {
 // limit and continue walk every object exactly once, in name order, in
 // pages of at most limit items.
 func TestPaging(t *testing.T) {
-	e := start(t)
+	for _, mode := range storageModes {
+		t.Run(mode.name, func(t *testing.T) { testPaging(t, mode) })
+	}
+}
+
+func testPaging(t *testing.T, mode storageMode) {
+	e := startMode(t, mode)
 	var want []string
 	for i := range 11 {
 		c := custom(fmt.Sprintf("p%02d", i))

@@ -44,12 +44,29 @@ func start(t *testing.T) env {
 
 // startOn serves customs on a new server storing in the given etcd under
 // prefix, so several servers (and the test) can share one etcd.
-func startOn(t *testing.T, endpoints []string, prefix string) env {
+func startOn(t *testing.T, endpoints []string, prefix string, mode storageMode) env {
 	t.Helper()
 	return env{customapitest.Start(t, func(o *server.Options) {
 		o.EtcdServers = endpoints
 		o.EtcdPrefix = prefix
+		o.WatchCache = mode.watchCache
 	}, install.Customs)}
+}
+
+// storageMode says whether the server reads through its watch cache.
+type storageMode struct {
+	name       string
+	watchCache bool
+}
+
+// storageModes are run by the tests of reads and watches: served from the
+// watch cache (the default) and from etcd directly (--watch-cache=false).
+var storageModes = []storageMode{{"watch-cache", true}, {"no-watch-cache", false}}
+
+// startMode serves customs on a new server in the storage mode.
+func startMode(t *testing.T, mode storageMode) env {
+	t.Helper()
+	return env{customapitest.Start(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs)}
 }
 
 // request is one HTTP request to the server; path includes the query.
