@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// envBinary names a prebuilt customapi binary to test instead of building one.
+const envBinary = "CUSTOMAPI_E2E_BINARY"
+
+// customapiBinary is the binary under test, set by TestMain.
+var customapiBinary string
+
+// workDir is TestMain's temporary directory: the built binary and the
+// shared server's data and kubectl cache. Removed when the tests end.
+var workDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "customapi-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	workDir = dir
+
+	if bin := os.Getenv(envBinary); bin != "" {
+		customapiBinary = bin
+	} else {
+		start := time.Now()
+		customapiBinary, err = buildBinary(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		if testing.Verbose() {
+			fmt.Printf("e2e: built %s in %s\n", customapiBinary, time.Since(start).Round(time.Millisecond))
+		}
+	}
+
+	code := m.Run()
+	if problems := stopSharedServer(); len(problems) != 0 {
+		fmt.Fprintln(os.Stderr, "e2e: shared server:\n  "+strings.Join(problems, "\n  "))
+		code = 1
+	}
+	return code
+}
+
+// buildBinary runs `go build -o <dir>/customapi ./cmd/customapi` in the
+// module root (found with `go env GOMOD`).
+func buildBinary(dir string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("go env GOMOD: not in a module")
+	}
+	bin := filepath.Join(dir, "customapi")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/customapi")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/customapi: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// shared is one server for the tests that only need some server: each of
+// them works in a namespace of its own. It is started by the first test
+// that asks for it and stopped by TestMain.
+var shared struct {
+	once sync.Once
+	srv  *serverProcess
+	err  error
+}
+
+// sharedServer returns the package's shared server, starting it on first use.
+func sharedServer(t *testing.T) *serverProcess {
+	t.Helper()
+	shared.once.Do(func() {
+		dataDir := filepath.Join(workDir, "shared")
+		shared.srv, shared.err = launchServer(dataDir, nil)
+	})
+	if shared.err != nil {
+		t.Fatalf("shared server: %v", shared.err)
+	}
+	return shared.srv
+}
+
+// namespaceSeq numbers the namespaces of the shared server.
+var namespaceSeq atomic.Int64
+
+// sharedNamespace returns a namespace of the shared server no other test
+// (nor a repetition of the same test, with -count) uses: e2e-<name>-<n>.
+func sharedNamespace(name string) string {
+	return fmt.Sprintf("e2e-%s-%d", name, namespaceSeq.Add(1))
+}
+
+// stopSharedServer stops the shared server, if it was started, and returns
+// what went wrong with its shutdown.
+func stopSharedServer() []string {
+	if shared.srv == nil {
+		return nil
+	}
+	res := shared.srv.terminate(shutdownTimeout)
+	if testing.Verbose() {
+		fmt.Printf("e2e: shared server: started in %s, stopped in %s\n", shared.srv.StartupTime.Round(time.Millisecond), res.elapsed.Round(time.Millisecond))
+		for _, l := range res.notes {
+			fmt.Println("e2e: shared server stderr (expected):", l)
+		}
+	}
+	return res.problems
+}
