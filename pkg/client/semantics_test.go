@@ -468,6 +468,18 @@ func TestBadInput(t *testing.T) {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"metadata":{"resourceVersion":"1"},"spec":{"message":"p"}}`), metav1.PatchOptions{})
 			return err
 		}, metav1.StatusReasonConflict, ""},
+		{"get at a negative resourceVersion", func() error {
+			_, err := e.c.Get(ctx, "c1", metav1.GetOptions{ResourceVersion: "-1"})
+			return err
+		}, metav1.StatusReasonBadRequest, ""},
+		{"list at a non-numeric resourceVersion", func() error {
+			_, err := e.c.List(ctx, metav1.ListOptions{ResourceVersion: "abc"})
+			return err
+		}, metav1.StatusReasonBadRequest, ""},
+		{"watch from a negative resourceVersion", func() error {
+			_, err := e.c.Watch(ctx, metav1.ListOptions{ResourceVersion: "-1"})
+			return err
+		}, metav1.StatusReasonBadRequest, ""},
 		{"get without namespace", func() error { _, err := e.all.Get(ctx, "c1", metav1.GetOptions{}); return err }, metav1.StatusReasonBadRequest, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

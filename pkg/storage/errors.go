@@ -2,12 +2,15 @@ package storage
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -30,12 +33,48 @@ func withStatusErrors(decorate generic.StorageDecorator) generic.StorageDecorato
 	}
 }
 
-// statusErrorStorage turns etcd's "request is too large" answers, which
-// upstream passes on as 500 Internal Server Error, into 413
-// RequestEntityTooLarge. Nothing is written in that case: etcd rejects the
-// whole transaction.
+// statusErrorStorage returns Status errors with the right code where the
+// upstream storage answers 500 Internal Server Error:
+//   - etcd's "request is too large" becomes 413 RequestEntityTooLarge
+//     (nothing is written: etcd rejects the whole transaction);
+//   - a resourceVersion that is not a non-negative integer on a get or a
+//     watch becomes 400 BadRequest (lists already answer 400 upstream; they
+//     get the same check and message here).
 type statusErrorStorage struct {
 	storage.Interface
+}
+
+func (s *statusErrorStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	if err := checkResourceVersion(opts.ResourceVersion); err != nil {
+		return err
+	}
+	return s.Interface.Get(ctx, key, opts, out)
+}
+
+func (s *statusErrorStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, out runtime.Object) error {
+	if err := checkResourceVersion(opts.ResourceVersion); err != nil {
+		return err
+	}
+	return s.Interface.GetList(ctx, key, opts, out)
+}
+
+func (s *statusErrorStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	if err := checkResourceVersion(opts.ResourceVersion); err != nil {
+		return nil, err
+	}
+	return s.Interface.Watch(ctx, key, opts)
+}
+
+// checkResourceVersion accepts "" and non-negative integers: the
+// resourceVersions etcd revisions can be.
+func checkResourceVersion(rv string) error {
+	if rv == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: it must be empty or a non-negative integer", rv))
+	}
+	return nil
 }
 
 func (s *statusErrorStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
