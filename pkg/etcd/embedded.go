@@ -215,7 +215,8 @@ func newLogger(level string) (*zap.Logger, error) {
 // shutdownNoiseFilter drops the error-level lines etcd writes when its own
 // listeners are closed during a clean shutdown ("setting up serving from
 // embedded etcd failed" with "mux: server closed", "http: Server closed" or
-// "use of closed network connection").
+// "use of closed network connection"), and those about a port taken
+// between picking and binding it, which StartEmbedded retries.
 type shutdownNoiseFilter struct{ zapcore.Core }
 
 func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
@@ -230,6 +231,15 @@ func (f shutdownNoiseFilter) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) 
 }
 
 func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) error {
+	// StartEmbedded retries with other ports when one picked was taken
+	// meanwhile; etcd's own error line about it is noise then.
+	if strings.HasPrefix(ent.Message, "creating peer listener failed") || strings.HasPrefix(ent.Message, "creating client listener failed") {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && isAddrInUse(err) {
+				return nil
+			}
+		}
+	}
 	if ent.Message == "setting up serving from embedded etcd failed." {
 		for _, fl := range fields {
 			if err, ok := fl.Interface.(error); ok && isClosedError(err) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -160,7 +162,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource, etcdConfig etcd.ClientConfig) (*genericapiserver.Config, error) {
 	o := s.config.Options
 	gc := genericapiserver.NewConfig(codecs)
-	gc.EffectiveVersion = compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")
+	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 
@@ -369,4 +371,20 @@ func etcdReadyCheck(cfg etcd.ClientConfig, stopCh <-chan struct{}) (healthz.Heal
 		return nil, fmt.Errorf("server: etcd check: %w", err)
 	}
 	return healthz.NamedCheck("etcd", func(*http.Request) error { return check() }), nil
+}
+
+// servedVersion reports /version's gitVersion as v<KubernetesVersion>.0.
+// Without -ldflags, component-base reports "v0.0.0-master+$Format:%H$",
+// which `kubectl version` cannot parse.
+type servedVersion struct {
+	compatibility.EffectiveVersion
+}
+
+// Info returns the version information of /version.
+func (v servedVersion) Info() *apimachineryversion.Info {
+	info := v.EffectiveVersion.Info()
+	if info != nil && strings.HasPrefix(info.GitVersion, "v0.0.0-") {
+		info.GitVersion, info.GitCommit = "v"+KubernetesVersion+".0", ""
+	}
+	return info
 }
