@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,6 +220,8 @@ func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (con
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource.GroupResource(), ns))
 	case c.namespaced() && single && ns == "":
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource.GroupResource()))
+	case c.namespaced() && ns != "" && len(apimachineryvalidation.ValidateNamespaceName(ns, false)) != 0:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(apimachineryvalidation.ValidateNamespaceName(ns, false), "; ")))
 	case c.namespaced() && c.namespace != "" && ns != c.namespace:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
 	}

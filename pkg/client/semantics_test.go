@@ -480,6 +480,14 @@ func TestBadInput(t *testing.T) {
 			_, err := e.c.Watch(ctx, metav1.ListOptions{ResourceVersion: "-1"})
 			return err
 		}, metav1.StatusReasonBadRequest, ""},
+		{"list in namespace ..", func() error {
+			_, err := e.all.Namespace("..").List(ctx, metav1.ListOptions{})
+			return err
+		}, metav1.StatusReasonBadRequest, ""},
+		{"watch in namespace .", func() error {
+			_, err := e.all.Namespace(".").Watch(ctx, metav1.ListOptions{})
+			return err
+		}, metav1.StatusReasonBadRequest, ""},
 		{"get without namespace", func() error { _, err := e.all.Get(ctx, "c1", metav1.GetOptions{}); return err }, metav1.StatusReasonBadRequest, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

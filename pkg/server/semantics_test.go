@@ -431,8 +431,11 @@ func TestS7ServerSetMetadata(t *testing.T) {
 	obj.Status.Phase = "Faked"
 	t.Run("POST", func(t *testing.T) { check(t, e.create(t, obj)) })
 
-	// Server-side apply (kubectl apply --server-side) creates c2 and c3;
-	// c3's manifest also carries a made-up uid, as c1's POST does.
+	// Server-side apply (kubectl apply --server-side) creates c2 with the
+	// server's metadata. c3's manifest also carries a made-up uid: pinned to
+	// kube-apiserver's behaviour, where a uid in an applied manifest is a
+	// precondition (handlers/patch.go), so the apply is 409 Conflict and
+	// nothing is stored.
 	for _, tc := range []struct {
 		name, uid string
 	}{
@@ -459,6 +462,11 @@ status:
   phase: Faked
 `
 			r := e.patch(t, customsNS1+"/"+tc.name+"?fieldManager=x", "application/apply-patch+yaml", []byte(apply))
+			if tc.uid != "" {
+				requireStatus(t, r, http.StatusConflict, metav1.StatusReasonConflict)
+				requireCode(t, e.get(t, customsNS1+"/"+tc.name), http.StatusNotFound)
+				return
+			}
 			requireCode(t, r, http.StatusCreated)
 			got := decodeCustom(t, r.body)
 			check(t, got)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -27,7 +29,9 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authorizationcel "k8s.io/apiserver/pkg/authorization/cel"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -164,6 +168,9 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc := genericapiserver.NewConfig(codecs)
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
+	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(rejectInvalidNamespaces(api, codecs), c)
+	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 
 	serving := genericoptions.NewSecureServingOptions()
@@ -387,4 +394,22 @@ func (v servedVersion) Info() *apimachineryversion.Info {
 		info.GitVersion, info.GitCommit = "v"+KubernetesVersion+".0", ""
 	}
 	return info
+}
+
+// rejectInvalidNamespaces answers 400 BadRequest to resource requests whose
+// namespace is not a valid namespace name (for example ".." or "."). The
+// generic registry puts the namespace into the etcd key unchecked, and the
+// storage then refuses the key with a 500 ("invalid key").
+func rejectInvalidNamespaces(next http.Handler, codecs serializer.CodecFactory) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		info, ok := genericapirequest.RequestInfoFrom(req.Context())
+		if ok && info.IsResourceRequest && info.Namespace != "" {
+			if msgs := apimachineryvalidation.ValidateNamespaceName(info.Namespace, false); len(msgs) != 0 {
+				err := apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", info.Namespace, strings.Join(msgs, "; ")))
+				responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
+				return
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
 }
