@@ -428,7 +428,7 @@ func TestWatchBookmarks(t *testing.T) {
 		if rvNumber(t, bm.ResourceVersion) < rvNumber(t, created.ResourceVersion) || bm.Name != "" || bm.Spec != (testv1.CustomSpec{}) {
 			t.Fatalf("bookmark %+v, want only a resourceVersion >= %s", bm, created.ResourceVersion)
 		}
-		w.requireEnd(t)
+		w.requireEndAfterBookmarks(t)
 	})
 
 	t.Run("not asked for", func(t *testing.T) {

@@ -436,6 +436,29 @@ func (w *watchStream) requireEnd(t *testing.T) {
 	}
 }
 
+// requireEndAfterBookmarks fails unless the stream ends, allowing only
+// BOOKMARK events before the end (the watch cache may send more than one
+// bookmark, for example on etcd progress notifications).
+func (w *watchStream) requireEndAfterBookmarks(t *testing.T) {
+	t.Helper()
+	for {
+		select {
+		case ev, ok := <-w.events:
+			if !ok {
+				if w.err != nil && !errors.Is(w.err, io.EOF) {
+					t.Fatalf("stream ended with %v, want a clean end", w.err)
+				}
+				return
+			}
+			if ev.Type != "BOOKMARK" {
+				t.Fatalf("got %s event %s, want only bookmarks and then the end", ev.Type, abbreviate(ev.Object))
+			}
+		case <-time.After(eventTimeout):
+			t.Fatalf("watch stream still open after %s", eventTimeout)
+		}
+	}
+}
+
 // names returns the names of a list's items, sorted.
 func names(l *testv1.CustomList) []string {
 	out := make([]string, 0, len(l.Items))
