@@ -73,7 +73,11 @@ func (r *runner) progress(label string, total int64, done *atomic.Int64) func() 
 	if r.cfg.Progress == nil {
 		return func() {}
 	}
-	fmt.Fprintf(r.cfg.Progress, "%s: %s (%d)\n", r.target.Name(), label, total)
+	if total < 1<<30 {
+		fmt.Fprintf(r.cfg.Progress, "%s: %s (%d)\n", r.target.Name(), label, total)
+	} else {
+		fmt.Fprintf(r.cfg.Progress, "%s: %s\n", r.target.Name(), label)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -82,7 +86,11 @@ func (r *runner) progress(label string, total int64, done *atomic.Int64) func() 
 		for {
 			select {
 			case <-t.C:
-				fmt.Fprintf(r.cfg.Progress, "%s: %s %d/%d\n", r.target.Name(), label, done.Load(), total)
+				if total >= 1<<30 { // runs until its time is up
+					fmt.Fprintf(r.cfg.Progress, "%s: %s %d\n", r.target.Name(), label, done.Load())
+				} else {
+					fmt.Fprintf(r.cfg.Progress, "%s: %s %d/%d\n", r.target.Name(), label, done.Load(), total)
+				}
 			case <-stop:
 				return
 			}
