@@ -70,11 +70,7 @@ func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
 // namespace mismatch, RequestEntityTooLarge (413) over etcd's limit.
 func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	var zero T
-	in := obj.DeepCopyObject().(T)
-	if in.GetNamespace() == "" && c.namespaced() {
-		in.SetNamespace(c.namespace)
-	}
-	ctx, err := c.context(ctx, in.GetNamespace(), true)
+	in, ctx, err := c.own(ctx, obj)
 	if err != nil {
 		return zero, err
 	}
@@ -167,11 +163,7 @@ func (c *Client[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.Upda
 
 func (c *Client[T, L]) update(ctx context.Context, store rest.Updater, obj T, opts metav1.UpdateOptions) (T, error) {
 	var zero T
-	in := obj.DeepCopyObject().(T)
-	if in.GetNamespace() == "" && c.namespaced() {
-		in.SetNamespace(c.namespace)
-	}
-	ctx, err := c.context(ctx, in.GetNamespace(), true)
+	in, ctx, err := c.own(ctx, obj)
 	if err != nil {
 		return zero, err
 	}
@@ -208,6 +200,17 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	}
 	_, err = c.store.Main.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
 	return err
+}
+
+// own returns a copy of obj for the registry to modify, in the client's
+// namespace when obj names none, and the request context for it.
+func (c *Client[T, L]) own(ctx context.Context, obj T) (T, context.Context, error) {
+	in := obj.DeepCopyObject().(T)
+	if in.GetNamespace() == "" && c.namespaced() {
+		in.SetNamespace(c.namespace)
+	}
+	ctx, err := c.context(ctx, in.GetNamespace(), true)
+	return in, ctx, err
 }
 
 func (c *Client[T, L]) namespaced() bool { return !c.store.Resource.ClusterScoped }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -229,7 +228,11 @@ func last2(s []string) string { return s[len(s)-1] }
 func TestWatchGoneAfterCompaction(t *testing.T) {
 	for _, mode := range storeModes {
 		t.Run(mode.name, func(t *testing.T) {
-			e := newEnv(t, mode.opts)
+			// Compaction changes etcd as a whole: use an etcd of this
+			// test's own.
+			opts := mode.opts
+			opts.Etcd, opts.Prefix = customapitest.EmbeddedEtcd(t), "/registry"
+			e := newEnv(t, opts)
 			ctx := t.Context()
 			cur, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{})
 			if err != nil {
@@ -242,10 +245,8 @@ func TestWatchGoneAfterCompaction(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			compact(t, e.etcd, cur.ResourceVersion)
+			customapitest.Compact(t, e.etcdCfg, cur.ResourceVersion)
 
-			opts := mode.opts
-			opts.Etcd, opts.Prefix = e.etcdCfg, e.prefix
 			store, _, _, _ := customapitest.NewStore(t, install.Customs, opts)
 			fresh, err := client.New[*testv1.Custom, *testv1.CustomList](store)
 			if err != nil {
@@ -270,22 +271,6 @@ func TestWatchGoneAfterCompaction(t *testing.T) {
 				t.Fatal("watch stayed open after the 410")
 			}
 		})
-	}
-}
-
-// compact compacts etcd at rv and records it the way kube-apiserver's
-// compactor does (the compact_rev_key the watch cache follows).
-func compact(t *testing.T, cli *clientv3.Client, rv string) {
-	t.Helper()
-	rev, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Put(t.Context(), "compact_rev_key", rv); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(t.Context(), rev, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,15 @@ func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
 		tb.Cleanup(func() { deletePrefix(tb, cfg, prefix) })
 		return cfg, prefix
 	}
+	return EmbeddedEtcd(tb), prefix
+}
+
+// EmbeddedEtcd starts an etcd of the test's own (fsync off, free loopback
+// ports, data in tb.TempDir()), whatever CUSTOMAPI_TEST_ETCD_SERVERS says,
+// and stops it when the test ends. Tests that compact or otherwise change
+// etcd as a whole use it, so that they never disturb a shared etcd.
+func EmbeddedEtcd(tb testing.TB) etcd.ClientConfig {
+	tb.Helper()
 	e, err := etcd.StartEmbedded(tb.Context(), etcd.EmbeddedConfig{
 		DataDir:       tb.TempDir(),
 		UnsafeNoFsync: true,
@@ -44,7 +54,29 @@ func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
 		tb.Fatalf("start embedded etcd: %v", err)
 	}
 	tb.Cleanup(e.Close)
-	return e.ClientConfig(), prefix
+	return e.ClientConfig()
+}
+
+// Compact compacts etcd at resourceVersion rv and records it as
+// kube-apiserver's compactor does (the compact_rev_key key the watch cache
+// follows). It compacts the whole etcd: use it on an EmbeddedEtcd.
+func Compact(tb testing.TB, cfg etcd.ClientConfig, rv string) {
+	tb.Helper()
+	rev, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cli, err := cfg.NewClient(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Put(tb.Context(), "compact_rev_key", rv); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := cli.Compact(tb.Context(), rev, clientv3.WithCompactPhysical()); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func randomSuffix(tb testing.TB) string {

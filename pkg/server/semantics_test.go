@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -171,7 +169,8 @@ func TestS4CompactedAndImpossibleResourceVersions(t *testing.T) {
 }
 
 func testS4CompactedAndImpossibleResourceVersions(t *testing.T, mode storageMode) {
-	cfg, prefix := customapitest.Etcd(t)
+	// Compaction changes etcd as a whole: use an etcd of this test's own.
+	cfg, prefix := customapitest.EmbeddedEtcd(t), "/registry"
 	first := startOn(t, cfg.Endpoints, prefix, mode)
 	cur := first.create(t, custom("c1"))
 	rvA := cur.ResourceVersion
@@ -182,12 +181,7 @@ func testS4CompactedAndImpossibleResourceVersions(t *testing.T, mode storageMode
 		requireCode(t, r, http.StatusOK)
 		cur = decodeCustom(t, r.body)
 	}
-	cli, err := cfg.NewClient(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	compact(t, cli, cur.ResourceVersion)
+	customapitest.Compact(t, cfg, cur.ResourceVersion)
 
 	// A server started after the compaction (as after a restart) cannot
 	// serve the old revision from its watch cache's history either.
@@ -230,22 +224,6 @@ func testS4CompactedAndImpossibleResourceVersions(t *testing.T, mode storageMode
 				requireCauseType(t, st, tc.cause)
 			}
 		})
-	}
-}
-
-// compact compacts etcd at rv and records it the way kube-apiserver's
-// compactor does (the compact_rev_key the watch cache follows).
-func compact(t *testing.T, cli *clientv3.Client, rv string) {
-	t.Helper()
-	rev, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Put(t.Context(), "compact_rev_key", rv); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(t.Context(), rev, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatal(err)
 	}
 }
 
