@@ -143,6 +143,7 @@ func TestWebhookAuthorization(t *testing.T) {
 
 // /readyz fails while etcd is unreachable.
 func TestReadyzFollowsEtcd(t *testing.T) {
+	t.Parallel() // mostly waits on timers: overlap it with the other waiting tests
 	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -375,6 +375,7 @@ func TestTable(t *testing.T) {
 // Watches with allowWatchBookmarks=true get BOOKMARK events: at the end of
 // the initial events (sendInitialEvents), and before a watch's timeout.
 func TestWatchBookmarks(t *testing.T) {
+	t.Parallel() // mostly waits on timers: overlap it with the other waiting tests
 	e := start(t)
 	for i := range 3 {
 		e.create(t, custom(fmt.Sprintf("b%d", i)))

@@ -163,6 +163,7 @@ func TestS3DeletePreconditions(t *testing.T) {
 // S4: compacted resourceVersions are 410 Gone (Expired), future ones 504
 // with cause ResourceVersionTooLarge, malformed ones 400.
 func TestS4CompactedAndImpossibleResourceVersions(t *testing.T) {
+	t.Parallel() // mostly waits on timers: overlap it with the other waiting tests
 	for _, mode := range storageModes {
 		t.Run(mode.name, func(t *testing.T) { testS4CompactedAndImpossibleResourceVersions(t, mode) })
 	}
