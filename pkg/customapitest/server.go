@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -34,7 +36,7 @@ type Server struct {
 	// DataDir holds the server's certificates, tokens and embedded etcd.
 	DataDir string
 	// Server is the running server; Server.Store gives the registry stores
-	// for in-process clients (client.New) sharing its storage.
+	// for in-process clients sharing its storage (see Client).
 	Server *server.Server
 }
 
@@ -114,4 +116,21 @@ func Start(tb testing.TB, configure func(*server.Options), resources ...resource
 		DataDir:        cfg.Options.DataDir,
 		Server:         srv,
 	}
+}
+
+// Client returns the typed in-process client of a resource the server
+// serves (see client.New): it shares the server's registry store, storage
+// and watch cache, so objects it writes are what HTTP clients read. It
+// fails the test if the server does not serve gvr or T and L do not fit.
+func Client[T client.Object, L client.ObjectList](tb testing.TB, s *Server, gvr schema.GroupVersionResource) *client.Client[T, L] {
+	tb.Helper()
+	store, ok := s.Server.Store(gvr)
+	if !ok {
+		tb.Fatalf("the server does not serve %s", gvr)
+	}
+	c, err := client.New[T, L](store)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
