@@ -39,3 +39,13 @@ func sampleJSON(s *sample) []byte {
 	}
 	return b
 }
+
+// setFirstNumber sets spec.numbers[0], adding it when a server dropped the
+// list (a kubeconfig target whose schema lacks it).
+func setFirstNumber(spec *benchv1.SampleSpec, v int64) {
+	if len(spec.Numbers) == 0 {
+		spec.Numbers = []int64{v}
+		return
+	}
+	spec.Numbers[0] = v
+}

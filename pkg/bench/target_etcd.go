@@ -73,7 +73,7 @@ func (t *etcdTarget) Update(ctx context.Context, namespace, name string, value i
 	if err := json.Unmarshal(resp.Kvs[0].Value, &s); err != nil {
 		return "", err
 	}
-	s.Spec.Numbers[0] = value
+	setFirstNumber(&s.Spec, value)
 	txn, err := t.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", resp.Kvs[0].ModRevision)).
 		Then(clientv3.OpPut(key, string(sampleJSON(&s)))).

@@ -96,7 +96,7 @@ func (t *httpTarget) Update(ctx context.Context, namespace, name string, value i
 	if err := t.do(ctx, http.MethodGet, u, nil, http.StatusOK, &s); err != nil {
 		return "", err
 	}
-	s.Spec.Numbers[0] = value
+	setFirstNumber(&s.Spec, value)
 	var out objectMeta
 	if err := t.do(ctx, http.MethodPut, u, sampleJSON(&s), http.StatusOK, &out); err != nil {
 		return "", err

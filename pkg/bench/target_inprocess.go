@@ -41,7 +41,7 @@ func (t *inprocessTarget) Update(ctx context.Context, namespace, name string, va
 	if err != nil {
 		return "", err
 	}
-	cur.Spec.Numbers[0] = value
+	setFirstNumber(&cur.Spec, value)
 	out, err := c.Update(ctx, cur, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		return "", errConflict

@@ -246,6 +246,11 @@ func (r *runner) watch(ctx context.Context) (Result, error) {
 			stop()
 			return Result{}, err
 		}
+		if _, seen := acked[rv]; seen || rv == rv0 {
+			tick.Stop()
+			stop()
+			return Result{}, fmt.Errorf("watch: update %d changed nothing (resourceVersion %s); does the resource keep spec.numbers?", i, rv)
+		}
 		acked[rv] = time.Now()
 		done.Add(1)
 	}
