@@ -196,7 +196,9 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 	defer r.target.Close()
 
 	add := func(res Result, err error) error {
-		results = append(results, res)
+		if res.Target != "" { // a workload that failed before measuring has no row
+			results = append(results, res)
+		}
 		return err
 	}
 	for _, w := range cfg.CreateWorkers {
