@@ -83,6 +83,7 @@ over the target's); "-" means zero or not applicable. With --quick the figures m
 	f.IntVar(&cfg.Watchers, "watchers", cfg.Watchers, "Concurrent watchers.")
 	f.IntVar(&cfg.WatchUpdates, "watch-updates", cfg.WatchUpdates, "Updates delivered to the watchers.")
 	f.IntVar(&cfg.WatchRate, "watch-rate", cfg.WatchRate, "Updates per second in the watch workload.")
+	f.StringVar(&cfg.StorageMediaType, "storage-media-type", "", "Encoding in etcd for the inprocess and self targets: application/json (default), application/yaml or application/cbor.")
 	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self: /debug/pprof of the server; inprocess: this process).")
 	f.BoolVar(&quick, "quick", false, "Tiny sizes: a smoke test of every workload in seconds (figures meaningless).")
 	return cmd

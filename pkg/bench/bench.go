@@ -40,6 +40,9 @@ type Config struct {
 	Resource schema.GroupVersionResource
 	// Executable is the customapi binary started for the self target.
 	Executable string
+	// StorageMediaType is the encoding in etcd of the inprocess and self
+	// targets; "" means JSON. The etcd target always writes JSON.
+	StorageMediaType string
 
 	Creates       int   // objects per create workload
 	CreateWorkers []int // worker counts of the create workloads
@@ -167,7 +170,7 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 			}
 		}
 	case name == "inprocess":
-		t, err := newInprocess(etcdConfig)
+		t, err := newInprocess(etcdConfig, cfg.StorageMediaType)
 		if err != nil {
 			return nil, err
 		}
@@ -319,12 +322,12 @@ func profileServer(ctx context.Context, t *httpTarget, file string, seconds int,
 }
 
 // newInprocess builds the in-process target on etcd under /bench-inprocess.
-func newInprocess(etcdConfig etcd.ClientConfig) (*inprocessTarget, error) {
+func newInprocess(etcdConfig etcd.ClientConfig, mediaType string) (*inprocessTarget, error) {
 	scheme, err := resource.NewScheme(benchinstall.Samples)
 	if err != nil {
 		return nil, err
 	}
-	getter, err := storage.Config{Scheme: scheme, Etcd: etcdConfig, Prefix: "/bench-inprocess"}.RESTOptionsGetter()
+	getter, err := storage.Config{Scheme: scheme, Etcd: etcdConfig, Prefix: "/bench-inprocess", MediaType: mediaType}.RESTOptionsGetter()
 	if err != nil {
 		return nil, err
 	}
@@ -354,8 +357,12 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 			return nil, 0, err
 		}
 	}
-	cmd := exec.Command(exe, "serve", "--data-dir", dataDir, "--secure-port", "0",
-		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--serve-bench-api")
+	args := []string{"serve", "--data-dir", dataDir, "--secure-port", "0",
+		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--serve-bench-api"}
+	if cfg.StorageMediaType != "" {
+		args = append(args, "--storage-media-type", cfg.StorageMediaType)
+	}
+	cmd := exec.Command(exe, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, 0, err

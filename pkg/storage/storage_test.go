@@ -68,6 +68,12 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 				t.Fatal("resourceVersion is stored; it must come from etcd's mod revision")
 			}
 		}},
+		{"cbor", runtime.ContentTypeCBOR, func(t *testing.T, value []byte) {
+			// A CBOR value starts with the self-described CBOR tag 55799.
+			if len(value) < 3 || value[0] != 0xd9 || value[1] != 0xd9 || value[2] != 0xf7 {
+				t.Fatalf("value is not self-described CBOR: % x", value[:min(8, len(value))])
+			}
+		}},
 		{"yaml", runtime.ContentTypeYAML, func(t *testing.T, value []byte) {
 			if !strings.HasPrefix(string(value), "apiVersion: test/v1\n") {
 				t.Fatalf("value is not YAML: %q", value)
@@ -103,6 +109,10 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 				t.Fatalf("resourceVersion %s, etcd mod revision %d", created.ResourceVersion, got)
 			}
 			tc.check(t, resp.Kvs[0].Value)
+			got, err := c.Namespace("ns1").Get(t.Context(), "c1", metav1.GetOptions{})
+			if err != nil || got.Spec.Message != "stored" || got.UID != created.UID {
+				t.Fatalf("read back through the client: %v %+v", err, got)
+			}
 		})
 	}
 }
