@@ -43,10 +43,16 @@ type Server struct {
 // Start serves resources on a new server and returns once its /readyz
 // answers 200. Storage is an embedded etcd in a temporary data dir (fsync
 // off), or, with CUSTOMAPI_TEST_ETCD_SERVERS set, the external etcd under a
-// key prefix of the test's own. configure, if not nil, may change the
-// options before the server is built. The test fails if the server cannot
-// start; cleanup stops it and waits until it has stopped.
-func Start(tb testing.TB, configure func(*server.Options), resources ...resource.Resource) *Server {
+// key prefix of the test's own. The test fails if the server cannot start;
+// cleanup stops it and waits until it has stopped.
+func Start(tb testing.TB, resources ...resource.Resource) *Server {
+	tb.Helper()
+	return StartWithOptions(tb, nil, resources...)
+}
+
+// StartWithOptions is Start with configure, if not nil, changing the
+// server's options (flags) before the server is built.
+func StartWithOptions(tb testing.TB, configure func(*server.Options), resources ...resource.Resource) *Server {
 	tb.Helper()
 	opts := server.NewOptions()
 	opts.DataDir = tb.TempDir()

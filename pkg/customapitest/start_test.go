@@ -17,7 +17,7 @@ var customs = schema.GroupVersionResource{Group: "test", Version: "v1", Resource
 // Start serves resources for one test; the in-process client and the
 // dynamic client see the same objects.
 func TestStart(t *testing.T) {
-	s := customapitest.Start(t, nil, install.Customs)
+	s := customapitest.Start(t, install.Customs)
 	c := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, s, customs).Namespace("default")
 	created, err := c.Create(context.Background(), &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}, metav1.CreateOptions{})
 	if err != nil {

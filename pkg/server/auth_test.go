@@ -59,7 +59,7 @@ func TestAuthentication(t *testing.T) {
 	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.Start(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *server.Options) {
 		o.TokenAuthFile = tokens
 		o.ClientCAFile = caFile
 	}, install.Customs)
@@ -118,7 +118,7 @@ func TestWebhookAuthorization(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice\nbob-token,bob,bob\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.Start(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *server.Options) {
 		o.TokenAuthFile = tokens
 		o.AuthorizationMode = server.AuthorizationWebhook
 		o.AuthorizationWebhookConfigFile = webhookConfig
@@ -148,7 +148,7 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.Start(t, func(o *server.Options) { o.EtcdServers = e.Endpoints() }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.EtcdServers = e.Endpoints() }, install.Customs)
 	if got := get(t, s, "/readyz", s.Config.BearerToken); got != http.StatusOK {
 		t.Fatalf("readyz %d with etcd up", got)
 	}

@@ -36,7 +36,7 @@ func BenchmarkHTTPCreate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.Close)
-	s := customapitest.Start(b, func(o *server.Options) {
+	s := customapitest.StartWithOptions(b, func(o *server.Options) {
 		o.EtcdServers = e.Endpoints()
 	}, install.Customs)
 	store, _ := s.Server.Store(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"})

@@ -39,14 +39,14 @@ type env struct {
 // start serves customs on a new server with its own embedded etcd.
 func start(t *testing.T) env {
 	t.Helper()
-	return env{customapitest.Start(t, nil, install.Customs)}
+	return env{customapitest.Start(t, install.Customs)}
 }
 
 // startOn serves customs on a new server storing in the given etcd under
 // prefix, so several servers (and the test) can share one etcd.
 func startOn(t *testing.T, endpoints []string, prefix string, mode storageMode) env {
 	t.Helper()
-	return env{customapitest.Start(t, func(o *server.Options) {
+	return env{customapitest.StartWithOptions(t, func(o *server.Options) {
 		o.EtcdServers = endpoints
 		o.EtcdPrefix = prefix
 		o.WatchCache = mode.watchCache
@@ -66,7 +66,7 @@ var storageModes = []storageMode{{"watch-cache", true}, {"no-watch-cache", false
 // startMode serves customs on a new server in the storage mode.
 func startMode(t *testing.T, mode storageMode) env {
 	t.Helper()
-	return env{customapitest.Start(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs)}
+	return env{customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs)}
 }
 
 // request is one HTTP request to the server; path includes the query.

@@ -16,7 +16,7 @@ import (
 // With --storage-media-type application/cbor, clients still speak JSON and
 // see the same objects.
 func TestCBORStorage(t *testing.T) {
-	s := customapitest.Start(t, func(o *server.Options) { o.StorageMediaType = runtime.ContentTypeCBOR }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.StorageMediaType = runtime.ContentTypeCBOR }, install.Customs)
 	customs := s.Dynamic.Resource(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}).Namespace("ns1")
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test/v1", "kind": "Custom",
