@@ -57,7 +57,11 @@ import (
 // speaks (the k8s.io/apiserver it is built on), reported by /version.
 const KubernetesVersion = "1.37"
 
-// Server is a running-ready API server for a set of resources. Create it
+// storageReadyTimeout bounds how long New waits for the stores' watch
+// caches to fill from etcd.
+const storageReadyTimeout = time.Minute
+
+// Server is an API server for a set of resources. Create it
 // with New, then call Run.
 type Server struct {
 	generic *genericapiserver.GenericAPIServer
@@ -133,9 +137,11 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		}
 		s.stores[r.GroupVersionResource()] = st
 	}
+	readyCtx, cancel := context.WithTimeout(ctx, storageReadyTimeout)
+	defer cancel()
 	for _, st := range s.stores {
-		if err := st.WaitReady(ctx); err != nil {
-			return nil, err
+		if err := st.WaitReady(readyCtx); err != nil {
+			return nil, fmt.Errorf("server: is etcd reachable at %v? %w", etcdConfig.Endpoints, err)
 		}
 	}
 
