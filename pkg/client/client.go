@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/rest"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/customapi/customapi/pkg/registry"
 )
@@ -106,7 +108,7 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	internal, err := c.listOptions(opts, false)
+	internal, err := c.listOptions(opts)
 	if err != nil {
 		return zero, err
 	}
@@ -129,7 +131,7 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 		return nil, err
 	}
 	opts.Watch = true
-	internal, err := c.listOptions(opts, true)
+	internal, err := c.listOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	internal, err := c.listOptions(listOpts, false)
+	internal, err := c.listOptions(listOpts)
 	if err != nil {
 		return err
 	}
@@ -234,33 +236,22 @@ func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (con
 // listOptions converts and validates list options as kube-apiserver's list
 // and watch handlers do, returning BadRequest for unparsable selectors or
 // unsupported field labels and Invalid for inconsistent options.
-func (c *Client[T, L]) listOptions(opts metav1.ListOptions, watching bool) (*metainternalversion.ListOptions, error) {
+func (c *Client[T, L]) listOptions(opts metav1.ListOptions) (*metainternalversion.ListOptions, error) {
 	var out metainternalversion.ListOptions
 	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&opts, &out, nil); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if out.FieldSelector != nil {
 		for _, req := range out.FieldSelector.Requirements() {
-			if !c.selectableField(req.Field) {
+			if !c.store.Resource.SelectableField(req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}
 	}
-	if errs := metainternalvalidation.ValidateListOptions(&out, watching); len(errs) != 0 {
+	if errs := metainternalvalidation.ValidateListOptions(&out, utilfeature.DefaultFeatureGate.Enabled(features.WatchList)); len(errs) != 0 {
 		return nil, apierrors.NewInvalid(c.store.Resource.GroupVersionKind.GroupKind(), "", errs)
 	}
 	return &out, nil
-}
-
-func (c *Client[T, L]) selectableField(path string) bool {
-	switch path {
-	case "metadata.name":
-		return true
-	case "metadata.namespace":
-		return c.namespaced()
-	}
-	_, ok := c.store.Resource.SelectableFields[path]
-	return ok
 }
 
 // ownEventObject gives the receiver of a watch event an object of its own:

@@ -105,6 +105,20 @@ func (r Resource) SingularName() string {
 	return strings.ToLower(r.GroupVersionKind.Kind)
 }
 
+// SelectableField reports whether path may be used in a field selector:
+// metadata.name, metadata.namespace for namespaced resources, and the keys
+// of SelectableFields.
+func (r Resource) SelectableField(path string) bool {
+	switch path {
+	case "metadata.name":
+		return true
+	case "metadata.namespace":
+		return !r.ClusterScoped
+	}
+	_, ok := r.SelectableFields[path]
+	return ok
+}
+
 // ListKind returns the kind of the list type, for example CustomList.
 func (r Resource) ListKind() string { return r.GroupVersionKind.Kind + "List" }
 

@@ -3,6 +3,8 @@ package resource
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,37 +52,32 @@ func AddToScheme(scheme *runtime.Scheme, resources ...Resource) error {
 		scheme.AddKnownTypeWithName(internal.WithKind(gvk.Kind), r.New())
 		scheme.AddKnownTypeWithName(internal.WithKind(r.ListKind()), r.NewList())
 		metav1.AddToGroupVersion(scheme, gv)
-		if err := metainternalversion.AddToScheme(scheme); err != nil {
-			return fmt.Errorf("resource: register internal meta types: %w", err)
-		}
 		if r.Default != nil {
 			def := r.Default
 			scheme.AddTypeDefaultingFunc(r.New(), func(obj any) { def(obj.(runtime.Object)) })
 			scheme.AddTypeDefaultingFunc(r.NewList(), func(obj any) {
-				items, err := listItems(obj.(runtime.Object))
-				if err == nil {
-					for _, item := range items {
-						def(item)
-					}
-				}
+				_ = meta.EachListItem(obj.(runtime.Object), func(item runtime.Object) error {
+					def(item)
+					return nil
+				})
 			})
 		}
-		if len(r.SelectableFields) != 0 {
-			fields := r.SelectableFields
-			conv := func(label, value string) (string, string, error) {
-				switch label {
-				case "metadata.name", "metadata.namespace":
-					return label, value, nil
-				}
-				if _, ok := fields[label]; ok {
-					return label, value, nil
-				}
+		// Field selectors: the same set the in-process client accepts. The
+		// scheme's default conversion would accept metadata.namespace on
+		// cluster-scoped resources and nothing else.
+		res := r
+		conv := func(label, value string) (string, string, error) {
+			if !res.SelectableField(label) {
 				return "", "", fmt.Errorf("field label not supported: %s", label)
 			}
-			if err := scheme.AddFieldLabelConversionFunc(gvk, conv); err != nil {
-				return fmt.Errorf("resource %s: field labels: %w", gvk.Kind, err)
-			}
+			return label, value, nil
 		}
+		if err := scheme.AddFieldLabelConversionFunc(gvk, conv); err != nil {
+			return fmt.Errorf("resource %s: field labels: %w", gvk.Kind, err)
+		}
+	}
+	if err := metainternalversion.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("resource: register internal meta types: %w", err)
 	}
 	// The option and status types every API server decodes and answers
 	// with, whatever the group.

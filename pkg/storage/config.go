@@ -124,10 +124,11 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	if example == nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: an example object is required", gr)
 	}
-	storageVersion, err := g.servedVersion(example)
+	storageKind, err := g.servedKind(example)
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
 	}
+	storageVersion := storageKind.GroupVersion()
 	codec, encodeVersioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
 		StorageMediaType:  g.mediaType,
 		StorageSerializer: g.codecs,
@@ -140,7 +141,7 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	}
 	// Fail here, before any etcd connection exists, when the media type
 	// cannot encode this type (protobuf needs generated marshallers).
-	if err := runtime.CheckCodec(codec, example, storageVersion.WithKind(kindOf(g.scheme, example))); err != nil {
+	if err := runtime.CheckCodec(codec, example, storageKind); err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s cannot be stored as %s: %w", gr, g.mediaType, err)
 	}
 	backend := g.backend
@@ -159,25 +160,17 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	}, nil
 }
 
-// servedVersion returns the external group version example's kind is
-// registered under.
-func (g *restOptionsGetter) servedVersion(example runtime.Object) (schema.GroupVersion, error) {
+// servedKind returns the external GroupVersionKind example is registered
+// under.
+func (g *restOptionsGetter) servedKind(example runtime.Object) (schema.GroupVersionKind, error) {
 	kinds, _, err := g.scheme.ObjectKinds(example)
 	if err != nil {
-		return schema.GroupVersion{}, err
+		return schema.GroupVersionKind{}, err
 	}
 	for _, k := range kinds {
 		if k.Version != runtime.APIVersionInternal {
-			return k.GroupVersion(), nil
+			return k, nil
 		}
 	}
-	return schema.GroupVersion{}, fmt.Errorf("%T has no served version in the scheme", example)
-}
-
-func kindOf(scheme *runtime.Scheme, obj runtime.Object) string {
-	kinds, _, err := scheme.ObjectKinds(obj)
-	if err != nil || len(kinds) == 0 {
-		return ""
-	}
-	return kinds[0].Kind
+	return schema.GroupVersionKind{}, fmt.Errorf("%T has no served version in the scheme", example)
 }
