@@ -251,11 +251,11 @@ func (r *runner) profiles(ctx context.Context, profile func(context.Context, str
 	}
 	base := filepath.Join(r.cfg.CPUProfileDir, r.target.Name())
 	ns := "bench-profile"
-	n := 0
 	create := func(ctx context.Context) error {
-		_, _, err := r.parallel(ctx, "profile: create", 1<<30, r.cfg.Concurrency, func(ctx context.Context, _ int) error {
-			n++
-			name := fmt.Sprintf("p-%d-%d", time.Now().UnixNano(), n)
+		// i is unique across the workers (parallel hands it out
+		// atomically); a shared counter here would be a data race.
+		_, _, err := r.parallel(ctx, "profile: create", 1<<30, r.cfg.Concurrency, func(ctx context.Context, i int) error {
+			name := fmt.Sprintf("p-%d-%d", time.Now().UnixNano(), i)
 			_, err := r.target.Create(ctx, ns, name, r.sample(ns, name))
 			return err
 		})

@@ -54,7 +54,10 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 
 // PrepareForUpdate keeps the stored status when there is a status
 // subresource, applies defaults and increments generation when anything but
-// metadata and status changed.
+// metadata changed, as a CustomResourceDefinition's strategy does: with the
+// status subresource, status changes are discarded first and so never bump
+// generation; without it, status is an ordinary part of the object and a
+// change to it does.
 func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if s.res.StatusSubresource {
 		copyStatus(obj, old)
@@ -67,7 +70,7 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if err1 != nil || err2 != nil {
 		return
 	}
-	if !equalExceptMetadataAndStatus(obj, old) {
+	if !equalExceptMetadata(obj, old, s.res.StatusSubresource) {
 		newMeta.SetGeneration(oldMeta.GetGeneration() + 1)
 	} else {
 		newMeta.SetGeneration(oldMeta.GetGeneration())
@@ -205,9 +208,10 @@ func copyStatus(obj, old runtime.Object) {
 	}
 }
 
-// equalExceptMetadataAndStatus compares every top-level field of two objects
-// of the same type except TypeMeta, ObjectMeta and Status.
-func equalExceptMetadataAndStatus(a, b runtime.Object) bool {
+// equalExceptMetadata compares every top-level field of two objects of the
+// same type except TypeMeta and ObjectMeta, and except Status when
+// skipStatus is set.
+func equalExceptMetadata(a, b runtime.Object, skipStatus bool) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	if va.Type() != vb.Type() {
 		return false
@@ -215,7 +219,7 @@ func equalExceptMetadataAndStatus(a, b runtime.Object) bool {
 	t := va.Type()
 	for i := 0; i < t.NumField(); i++ {
 		switch f := t.Field(i); {
-		case !f.IsExported(), f.Name == "TypeMeta", f.Name == "ObjectMeta", f.Name == "Status":
+		case !f.IsExported(), f.Name == "TypeMeta", f.Name == "ObjectMeta", skipStatus && f.Name == "Status":
 			continue
 		}
 		if !equality.Semantic.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {

@@ -124,7 +124,8 @@ func (r Resource) ListKind() string { return r.GroupVersionKind.Kind + "List" }
 
 // CheckDeclaration checks the declaration and returns an error naming the first
 // problem: an empty group, version or kind, a plural that is not a
-// DNS-1035 label, missing constructors, an object that does not carry
+// DNS-1035 label, missing constructors or constructors that return nil or
+// something other than a pointer to a struct, an object that does not carry
 // ObjectMeta, a list that does not carry ListMeta, or StatusSubresource on a
 // type without a Status field.
 func (r Resource) CheckDeclaration() error {
@@ -142,14 +143,19 @@ func (r Resource) CheckDeclaration() error {
 	if errs := validation.IsDNS1035Label(r.Plural); len(errs) != 0 {
 		return fmt.Errorf("resource %s: Plural %q: %s", gvk.Kind, r.Plural, strings.Join(errs, "; "))
 	}
-	obj := r.New()
+	obj, list := r.New(), r.NewList()
+	if err := pointerToStruct(obj); err != nil {
+		return fmt.Errorf("resource %s: New() %w", gvk.Kind, err)
+	}
+	if err := pointerToStruct(list); err != nil {
+		return fmt.Errorf("resource %s: NewList() %w", gvk.Kind, err)
+	}
 	if _, err := meta.Accessor(obj); err != nil {
 		return fmt.Errorf("resource %s: New() returns %T, which has no ObjectMeta: %w", gvk.Kind, obj, err)
 	}
 	if _, ok := obj.(metav1.Object); !ok {
 		return fmt.Errorf("resource %s: New() returns %T, which does not embed metav1.ObjectMeta", gvk.Kind, obj)
 	}
-	list := r.NewList()
 	if !meta.IsListType(list) {
 		return fmt.Errorf("resource %s: NewList() returns %T, which has no Items field", gvk.Kind, list)
 	}
@@ -160,6 +166,21 @@ func (r Resource) CheckDeclaration() error {
 		if _, ok := StatusField(obj); !ok {
 			return fmt.Errorf("resource %s: StatusSubresource needs a field named Status in %T", gvk.Kind, obj)
 		}
+	}
+	return nil
+}
+
+// pointerToStruct returns an error unless obj is a non-nil pointer to a
+// struct, the only kind of type runtime.Scheme registers.
+func pointerToStruct(obj runtime.Object) error {
+	v := reflect.ValueOf(obj)
+	switch {
+	case obj == nil:
+		return errors.New("returns nil")
+	case v.Kind() != reflect.Pointer || v.Type().Elem().Kind() != reflect.Struct:
+		return fmt.Errorf("returns %T, which is not a pointer to a struct", obj)
+	case v.IsNil():
+		return fmt.Errorf("returns a nil %T", obj)
 	}
 	return nil
 }
