@@ -48,6 +48,9 @@ Anonymous requests are rejected (401).`,
 			if err != nil {
 				return err
 			}
+			if flags := srv.EmbeddedEtcdctlFlags(); flags != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "embedded etcd (TLS, client certificate required): etcdctl %s get --prefix /registry/ --keys-only\n", flags)
+			}
 			go func() {
 				select {
 				case <-srv.ReadyNotify():

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -81,4 +82,32 @@ func (c ClientConfig) NewClient(ctx context.Context) (*clientv3.Client, error) {
 		return nil, fmt.Errorf("etcd: connect to %v: %w", c.Endpoints, err)
 	}
 	return cli, nil
+}
+
+// EtcdctlFlags returns the etcdctl flags for this configuration:
+// --endpoints (comma-separated) and, when set, --cacert, --cert and --key,
+// each value single-quoted for a POSIX shell when it holds characters other
+// than letters, digits and /._-:,=@+%.
+func (c ClientConfig) EtcdctlFlags() string {
+	flags := []string{"--endpoints=" + shellQuote(strings.Join(c.Endpoints, ","))}
+	for _, f := range []struct{ name, value string }{{"cacert", c.CAFile}, {"cert", c.CertFile}, {"key", c.KeyFile}} {
+		if f.value != "" {
+			flags = append(flags, "--"+f.name+"="+shellQuote(f.value))
+		}
+	}
+	return strings.Join(flags, " ")
+}
+
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:,=@+%", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

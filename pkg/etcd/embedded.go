@@ -32,10 +32,12 @@ type EmbeddedConfig struct {
 	// DataDir is where etcd keeps its write-ahead log and database. It is
 	// created with mode 0700 if it does not exist. Required.
 	DataDir string
-	// ClientPort is the loopback TCP port clients connect to; 0 picks a free one.
+	// ClientPort is the loopback TCP port clients connect to (HTTPS, client
+	// certificate required); 0 picks a free one.
 	ClientPort int
-	// PeerPort is the loopback TCP port of the (single-member) peer listener;
-	// 0 picks a free one.
+	// PeerPort is ignored: the single member has no peer listener.
+	//
+	// Deprecated: kept so that existing callers compile.
 	PeerPort int
 	// ReadyTimeout bounds the wait for readiness; 0 means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -56,20 +58,29 @@ type EmbeddedConfig struct {
 type Embedded struct {
 	etcd      *embed.Etcd
 	endpoints []string
+	tls       tlsFiles
 	closeOnce sync.Once
 }
 
-// StartEmbedded starts a single-member etcd server listening on 127.0.0.1 and
-// returns once it serves requests. It returns an error if the configuration is
-// invalid, the ports cannot be bound, the data directory cannot be used, or the
-// server is not ready within cfg.ReadyTimeout or before ctx ends; in each case
-// nothing is left running.
+// StartEmbedded starts a single-member etcd server and returns once it serves
+// requests. Its only listener is the client URL https://127.0.0.1:<port>,
+// which requires a client certificate signed by the CA in
+// <DataDir>/tls (see TLSDirName; generated on first start, reused after):
+// a local process without read access to the data dir can neither read nor
+// write. There is no peer listener. It returns an error if the
+// configuration is invalid, the port cannot be bound, the data directory or
+// certificates cannot be used, or the server is not ready within
+// cfg.ReadyTimeout or before ctx ends; in each case nothing is left running.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("etcd: EmbeddedConfig.DataDir is required")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd: create data dir: %w", err)
+	}
+	tlsFiles, err := ensureTLS(cfg.DataDir)
+	if err != nil {
+		return nil, err
 	}
 	readyTimeout := cfg.ReadyTimeout
 	if readyTimeout == 0 {
@@ -80,10 +91,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	// retry a few times with new ones in that unlikely case.
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		e, err := startOnce(cfg)
+		e, err := startOnce(cfg, tlsFiles)
 		if err != nil {
 			lastErr = err
-			if (cfg.ClientPort == 0 || cfg.PeerPort == 0) && isAddrInUse(err) {
+			if cfg.ClientPort == 0 && isAddrInUse(err) {
 				continue
 			}
 			return nil, err
@@ -102,30 +113,41 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		}
 		endpoints := make([]string, 0, len(e.Clients))
 		for _, l := range e.Clients {
-			endpoints = append(endpoints, "http://"+l.Addr().String())
+			endpoints = append(endpoints, "https://"+l.Addr().String())
 		}
-		return &Embedded{etcd: e, endpoints: endpoints}, nil
+		return &Embedded{etcd: e, endpoints: endpoints, tls: tlsFiles}, nil
 	}
 	return nil, fmt.Errorf("etcd: no free ports after retries: %w", lastErr)
 }
 
-func startOnce(cfg EmbeddedConfig) (*embed.Etcd, error) {
-	ports, err := freePorts(cfg.ClientPort, cfg.PeerPort)
+func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
+	ports, err := freePorts(cfg.ClientPort)
 	if err != nil {
 		return nil, err
 	}
 	ec := embed.NewConfig()
 	ec.Name = "customapi"
 	ec.Dir = cfg.DataDir
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+	clientURL := url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ListenPeerUrls = []url.URL{peerURL}
-	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.ClientTLSInfo.CertFile = certs.serverCert
+	ec.ClientTLSInfo.KeyFile = certs.serverKey
+	ec.ClientTLSInfo.TrustedCAFile = certs.ca
+	ec.ClientTLSInfo.ClientCertAuth = true
+	// etcd's HTTP/JSON gateway dials the gRPC server in-process and must
+	// then present a client certificate too.
+	ec.ClientTLSInfo.ClientCertFile = certs.clientCert
+	ec.ClientTLSInfo.ClientKeyFile = certs.clientKey
+	// A single member never talks to peers, so it listens for none. The
+	// cluster still needs an advertised peer URL to name the member: port 0
+	// on loopback, where nothing can listen. (Data dirs of older versions
+	// keep the peer URL they were created with; it is not dialed either.)
+	ec.ListenPeerUrls = nil
+	ec.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	// A restart with an existing data dir rejoins its own cluster; the
-	// advertised peer URL may differ when ports were picked anew.
+	// A restart with an existing data dir rejoins its own cluster whatever
+	// the advertised URLs say.
 	ec.StrictReconfigCheck = false
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if cfg.MaxRequestBytes != 0 {
@@ -147,11 +169,21 @@ func startOnce(cfg EmbeddedConfig) (*embed.Etcd, error) {
 }
 
 // Endpoints returns the client URLs of the running server, for example
-// ["http://127.0.0.1:40123"].
+// ["https://127.0.0.1:40123"]. They need the TLS files of ClientConfig.
 func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoints...) }
 
-// ClientConfig returns the configuration clients use to reach this server.
-func (e *Embedded) ClientConfig() ClientConfig { return ClientConfig{Endpoints: e.Endpoints()} }
+// ClientConfig returns everything clients need to reach this server: the
+// endpoints, the CA that signed the server's certificate and the client
+// certificate and key (absolute paths in <DataDir>/tls).
+func (e *Embedded) ClientConfig() ClientConfig {
+	return ClientConfig{Endpoints: e.Endpoints(), CAFile: e.tls.ca, CertFile: e.tls.clientCert, KeyFile: e.tls.clientKey}
+}
+
+// EtcdctlFlags returns the etcdctl flags that reach this server, for example
+// "--endpoints=https://127.0.0.1:40123 --cacert=/d/tls/ca.crt
+// --cert=/d/tls/client.crt --key=/d/tls/client.key" (paths shell-quoted when
+// they need it).
+func (e *Embedded) EtcdctlFlags() string { return e.ClientConfig().EtcdctlFlags() }
 
 // Close stops the server and waits until it has stopped. Calling it more than
 // once is safe. Pending client requests end with an error.

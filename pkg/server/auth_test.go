@@ -148,7 +148,10 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.EtcdServers = e.Endpoints() }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+		ec := e.ClientConfig()
+		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
+	}, install.Customs)
 	if got := get(t, s, "/readyz", s.Config.BearerToken); got != http.StatusOK {
 		t.Fatalf("readyz %d with etcd up", got)
 	}

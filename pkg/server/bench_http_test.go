@@ -37,7 +37,8 @@ func BenchmarkHTTPCreate(b *testing.B) {
 	}
 	b.Cleanup(e.Close)
 	s := customapitest.StartWithOptions(b, func(o *server.Options) {
-		o.EtcdServers = e.Endpoints()
+		ec := e.ClientConfig()
+		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
 	}, install.Customs)
 	store, _ := s.Server.Store(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"})
 	customs, err := client.New[*testv1.Custom, *testv1.CustomList](store)

@@ -333,6 +333,16 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 // Config returns the configuration the server was built from.
 func (s *Server) Config() Config { return s.config.Config }
 
+// EmbeddedEtcdctlFlags returns the etcdctl flags that reach the embedded etcd
+// (endpoint, CA, client certificate and key; see etcd.Embedded.EtcdctlFlags),
+// or "" when the server uses external etcd servers.
+func (s *Server) EmbeddedEtcdctlFlags() string {
+	if s.etcd == nil {
+		return ""
+	}
+	return s.etcd.EtcdctlFlags()
+}
+
 // Store returns the registry store of a served resource, for in-process
 // clients (client.New) that share the server's storage and watch cache.
 func (s *Server) Store(gvr schema.GroupVersionResource) (*registry.Store, bool) {

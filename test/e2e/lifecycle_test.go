@@ -313,10 +313,11 @@ func TestSharedEtcd(t *testing.T) {
 		t.Fatalf("start etcd: %v", err)
 	}
 	t.Cleanup(e.Close) // after the servers' cleanups, which are registered later
-	servers := strings.Join(e.Endpoints(), ",")
+	ec := e.ClientConfig()
+	etcdFlags := []string{"--etcd-servers", strings.Join(ec.Endpoints, ","), "--etcd-cafile", ec.CAFile, "--etcd-certfile", ec.CertFile, "--etcd-keyfile", ec.KeyFile}
 
-	a := startServer(t, "", "--etcd-servers", servers)
-	b := startServer(t, "", "--etcd-servers", servers)
+	a := startServer(t, "", etcdFlags...)
+	b := startServer(t, "", etcdFlags...)
 	const ns = "e2e-shared"
 	ka := newKubectl(t, a.KubeconfigPath, ns)
 	kb := newKubectl(t, b.KubeconfigPath, ns)

@@ -1,0 +1,207 @@
+package etcd
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// TLSDirName is the directory inside EmbeddedConfig.DataDir that holds the
+// embedded etcd's certificates (mode 0700): ca.crt, server.crt, server.key,
+// client.crt and client.key (keys mode 0600).
+const TLSDirName = "tls"
+
+// tlsValidity is how long generated certificates are valid; tlsRenewBefore
+// is how close to expiry a set is regenerated at start.
+const (
+	tlsValidity    = 10 * 365 * 24 * time.Hour
+	tlsRenewBefore = 30 * 24 * time.Hour
+)
+
+// tlsFiles are the paths of the embedded etcd's certificates.
+type tlsFiles struct {
+	dir                   string
+	ca                    string
+	serverCert, serverKey string
+	clientCert, clientKey string
+}
+
+func tlsFilesIn(dataDir string) tlsFiles {
+	dir := filepath.Join(dataDir, TLSDirName)
+	return tlsFiles{
+		dir:        dir,
+		ca:         filepath.Join(dir, "ca.crt"),
+		serverCert: filepath.Join(dir, "server.crt"),
+		serverKey:  filepath.Join(dir, "server.key"),
+		clientCert: filepath.Join(dir, "client.crt"),
+		clientKey:  filepath.Join(dir, "client.key"),
+	}
+}
+
+// ensureTLS returns the certificate files in dataDir/tls, reusing them when
+// they form a valid set (server and client certificates signed by ca.crt,
+// each matching its key, the server one for 127.0.0.1, none expiring within
+// 30 days) and generating a new set otherwise: a CA whose key is never
+// written (so nobody can sign further certificates), an ECDSA P-256 server
+// certificate for 127.0.0.1 and localhost, and a client certificate. The
+// directory is (re)set to mode 0700; keys are written with mode 0600.
+func ensureTLS(dataDir string) (tlsFiles, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return tlsFiles{}, fmt.Errorf("etcd: data dir: %w", err)
+	}
+	f := tlsFilesIn(abs)
+	if err := os.MkdirAll(f.dir, 0o700); err != nil {
+		return f, fmt.Errorf("etcd: create TLS dir: %w", err)
+	}
+	if err := os.Chmod(f.dir, 0o700); err != nil {
+		return f, fmt.Errorf("etcd: TLS dir: %w", err)
+	}
+	if f.valid() == nil {
+		return f, nil
+	}
+	if err := f.generate(); err != nil {
+		return f, fmt.Errorf("etcd: generate certificates in %s: %w", f.dir, err)
+	}
+	return f, nil
+}
+
+// valid reports why the files are not a usable set, or nil.
+func (f tlsFiles) valid() error {
+	caPEM, err := os.ReadFile(f.ca)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("%s holds no certificate", f.ca)
+	}
+	check := func(certFile, keyFile string, usage x509.ExtKeyUsage, host string) error {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return err
+		}
+		cert := pair.Leaf
+		if cert == nil {
+			if cert, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+				return err
+			}
+		}
+		if time.Until(cert.NotAfter) < tlsRenewBefore {
+			return fmt.Errorf("%s expires at %s", certFile, cert.NotAfter)
+		}
+		_, err = cert.Verify(x509.VerifyOptions{DNSName: host, Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}})
+		return err
+	}
+	if err := check(f.serverCert, f.serverKey, x509.ExtKeyUsageServerAuth, "127.0.0.1"); err != nil {
+		return err
+	}
+	return check(f.clientCert, f.clientKey, x509.ExtKeyUsageClientAuth, "")
+}
+
+func (f tlsFiles) generate() error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serialNumber(),
+		Subject:               pkix.Name{CommonName: "customapi-etcd-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(tlsValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	leaf := func(cn string, usage x509.ExtKeyUsage, ips []net.IP, names []string, certFile, keyFile string) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: serialNumber(),
+			Subject:      pkix.Name{CommonName: cn},
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(tlsValidity),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			IPAddresses:  ips,
+			DNSNames:     names,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			return err
+		}
+		keyDER, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+			return err
+		}
+		return writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	}
+	// The CA is written first: a crash half-way leaves a set that fails
+	// valid() and is generated anew at the next start.
+	if err := writeFileAtomic(f.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+		return err
+	}
+	if err := leaf("customapi-etcd", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"}, f.serverCert, f.serverKey); err != nil {
+		return err
+	}
+	return leaf("customapi-etcd-client", x509.ExtKeyUsageClientAuth, nil, nil, f.clientCert, f.clientKey)
+}
+
+func serialNumber() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+// writeFileAtomic writes data with the given mode to a temporary file beside
+// path and renames it over path, so that a crash never leaves half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
