@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/logs"
@@ -9,6 +10,7 @@ import (
 
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/logfilter"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -32,7 +34,14 @@ certificate and an admin token are generated into --data-dir, with
 Anonymous requests are rejected (401).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := logsapi.ValidateAndApply(logOpts, nil); err != nil {
+			// Repeated identical messages (etcd's "no leader" watch errors
+			// arrive thousands of times a second) are let through a few times
+			// a second; see pkg/logfilter.
+			logStreams := &logsapi.LoggingOptions{
+				ErrorStream: logfilter.NewRepeatLimiter(os.Stderr, logfilter.DefaultInterval, logfilter.DefaultBurst),
+				InfoStream:  os.Stdout,
+			}
+			if err := logsapi.ValidateAndApplyWithOptions(logOpts, logStreams, nil); err != nil {
 				return err
 			}
 			ctx := cmd.Context()

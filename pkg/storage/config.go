@@ -50,6 +50,19 @@ type Config struct {
 	// CompactionInterval is how often old revisions are compacted; 0 means
 	// DefaultCompactionInterval and a negative value disables compaction.
 	CompactionInterval time.Duration
+	// WriteTimeout bounds each create, update and delete in etcd; 0 means
+	// DefaultWriteTimeout (8 s) and a negative value means no bound (the
+	// request's own timeout, as upstream). A write that runs out of time, or
+	// that etcd cannot serve (no quorum, no leader), fails with 504 Timeout:
+	// it may or may not have been applied.
+	WriteTimeout time.Duration
+	// ReadTimeout bounds each get and list that goes to etcd, including a
+	// consistent list's resourceVersion check when the watch cache serves
+	// it; 0 means DefaultReadTimeout (8 s) and a negative value means no
+	// bound. A read that runs out of time, or that etcd cannot serve, fails
+	// with 503 ServiceUnavailable. Keep it above the time the largest
+	// unpaginated list takes.
+	ReadTimeout time.Duration
 }
 
 // Validate returns an error naming the first invalid field.
@@ -100,26 +113,41 @@ func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 		backend.CompactionInterval = c.CompactionInterval
 	}
 	return &restOptionsGetter{
-		scheme:     c.Scheme,
-		codecs:     codecs,
-		mediaType:  mediaType,
-		backend:    *backend,
-		watchCache: !c.DisableWatchCache,
+		scheme:       c.Scheme,
+		codecs:       codecs,
+		mediaType:    mediaType,
+		backend:      *backend,
+		watchCache:   !c.DisableWatchCache,
+		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),
+		readTimeout:  effectiveTimeout(c.ReadTimeout, DefaultReadTimeout),
 	}, nil
 }
 
+// effectiveTimeout applies the Config convention: 0 is def, negative is no
+// bound (returned as 0).
+func effectiveTimeout(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 type restOptionsGetter struct {
-	scheme     *runtime.Scheme
-	codecs     serializer.CodecFactory
-	mediaType  string
-	backend    storagebackend.Config
-	watchCache bool
+	scheme                    *runtime.Scheme
+	codecs                    serializer.CodecFactory
+	mediaType                 string
+	backend                   storagebackend.Config
+	watchCache                bool
+	writeTimeout, readTimeout time.Duration
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
 // (storage version = the served version of example's kind, memory version =
 // the group's internal version), its key prefix <group>/<resource>, and the
-// decorator that adds the watch cache and error mapping.
+// decorator that adds the watch cache, error mapping and deadlines.
 func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
 	if example == nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: an example object is required", gr)
@@ -154,7 +182,7 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	}
 	return generic.RESTOptions{
 		StorageConfig:           backend.ForResource(gr),
-		Decorator:               withStatusErrors(decorator),
+		Decorator:               withUnavailable(withStatusErrors(decorator), g.writeTimeout, g.readTimeout),
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          gr.Group + "/" + gr.Resource,
 	}, nil

@@ -13,5 +13,9 @@
 //
 // Errors from etcd that upstream reports as 500s are mapped to Kubernetes
 // Status errors here: a value over etcd's request limit becomes 413
-// RequestEntityTooLarge.
+// RequestEntityTooLarge. Every write and every read that goes to etcd has a
+// deadline (Config.WriteTimeout, ReadTimeout: 8 s by default); when etcd
+// cannot answer in time (no quorum, no leader, unreachable) a write fails
+// with 504 Timeout (its outcome is unknown) and a read with 503
+// ServiceUnavailable.
 package storage

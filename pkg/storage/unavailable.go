@@ -1,0 +1,170 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DefaultWriteTimeout bounds each create, update (including its retries on
+// conflict) and delete in storage: with etcd's quorum lost, a write then
+// fails after this long with 504 Timeout instead of waiting for the
+// request's handler timeout (~34 s). etcd itself gives up on a proposal after
+// ~7 s ("etcdserver: request timed out"); this is a little longer, so that a
+// slow but healthy etcd still answers first.
+const DefaultWriteTimeout = 8 * time.Second
+
+// DefaultReadTimeout bounds each get and list that is sent to etcd (or, with
+// the watch cache, each consistent read's resourceVersion check against
+// etcd): with etcd's quorum lost it fails after this long with 503
+// ServiceUnavailable, where upstream retries until the 60 s request timeout.
+// Reads served from the watch cache alone (resourceVersion="0") are fast and
+// keep answering while etcd is down.
+const DefaultReadTimeout = 8 * time.Second
+
+// withUnavailable wraps a storage decorator so that the storage it builds
+// bounds each call's time and reports an unreachable or leaderless etcd as a
+// Status error (see unavailableStorage). Timeouts are the effective values
+// (0 means no deadline).
+func withUnavailable(decorate generic.StorageDecorator, writeTimeout, readTimeout time.Duration) generic.StorageDecorator {
+	return func(config *storagebackend.ConfigForResource, resourcePrefix string,
+		keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+		getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers,
+	) (storage.Interface, factory.DestroyFunc, error) {
+		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrs, triggers, indexers)
+		if err != nil {
+			return nil, destroy, err
+		}
+		return &unavailableStorage{Interface: s, writeTimeout: writeTimeout, readTimeout: readTimeout}, destroy, nil
+	}
+}
+
+// unavailableStorage puts a deadline on every create, update, delete, get
+// and list, and turns etcd's "cannot answer now" errors into Status errors:
+//   - a write (Create, GuaranteedUpdate, Delete) becomes 504 Timeout whose
+//     message says the write may or may not have been applied: etcd may
+//     commit a proposal it reported as timed out;
+//   - a read (Get, GetList) becomes 503 ServiceUnavailable.
+//
+// Errors that are the client's (Conflict, NotFound, AlreadyExists, 413, any
+// other Status or storage error) and a cancelled request pass unchanged.
+// Watches get no deadline: they are long-lived by design.
+type unavailableStorage struct {
+	storage.Interface
+	writeTimeout, readTimeout time.Duration
+}
+
+func (s *unavailableStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	ctx, cancel := withTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	return unavailableError(s.Interface.Create(ctx, key, obj, out, ttl), true)
+}
+
+func (s *unavailableStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc, cachedExistingObject runtime.Object, opts storage.DeleteOptions,
+) error {
+	ctx, cancel := withTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	return unavailableError(s.Interface.Delete(ctx, key, out, preconditions, validateDeletion, cachedExistingObject, opts), true)
+}
+
+func (s *unavailableStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object,
+	ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object,
+) error {
+	ctx, cancel := withTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	return unavailableError(s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cached), true)
+}
+
+func (s *unavailableStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
+	ctx, cancel := withTimeout(ctx, s.readTimeout)
+	defer cancel()
+	return unavailableError(s.Interface.Get(ctx, key, opts, out), false)
+}
+
+func (s *unavailableStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, out runtime.Object) error {
+	ctx, cancel := withTimeout(ctx, s.readTimeout)
+	defer cancel()
+	return unavailableError(s.Interface.GetList(ctx, key, opts, out), false)
+}
+
+// withTimeout is context.WithTimeout, or no deadline for d <= 0.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// unavailableError returns the Status error for an error that means etcd
+// could not answer in time (see isEtcdUnavailable), and err unchanged
+// otherwise. write says whether the call could have changed etcd.
+func unavailableError(err error, write bool) error {
+	if err == nil || !isEtcdUnavailable(err) {
+		return err
+	}
+	if write {
+		return apierrors.NewTimeoutError(fmt.Sprintf(
+			"etcd is unavailable (%v): the write may or may not have been applied; read the object before retrying", err), 0)
+	}
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("etcd is unavailable (%v); retry later", err))
+}
+
+// etcdUnavailableMessages are etcd's errors for "no quorum, no leader or
+// too slow right now" (go.etcd.io/etcd/api/v3/v3rpc/rpctypes), matched by
+// message when an error lost its gRPC status on the way.
+var etcdUnavailableMessages = []error{
+	rpctypes.ErrTimeout,
+	rpctypes.ErrTimeoutDueToLeaderFail,
+	rpctypes.ErrTimeoutDueToConnectionLost,
+	rpctypes.ErrTimeoutWaitAppliedIndex,
+	rpctypes.ErrNoLeader,
+	rpctypes.ErrLeaderChanged,
+	rpctypes.ErrStopped,
+	rpctypes.ErrUnhealthy,
+}
+
+// isEtcdUnavailable reports whether err says etcd could not answer now
+// rather than that the request was wrong: our deadline (or the request's)
+// expired, or etcd or gRPC answered Unavailable or DeadlineExceeded. Status
+// errors and the storage layer's own errors (key exists, not found,
+// conflict, invalid object) are never unavailability; nor is a cancelled
+// request.
+func isEtcdUnavailable(err error) bool {
+	var apiStatus apierrors.APIStatus
+	var storageErr *storage.StorageError
+	switch {
+	case errors.As(err, &apiStatus), errors.As(err, &storageErr), errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		case codes.Canceled:
+			return false
+		}
+	}
+	desc := rpctypes.ErrorDesc(err)
+	for _, e := range etcdUnavailableMessages {
+		if strings.Contains(desc, e.Error()) {
+			return true
+		}
+	}
+	return false
+}
