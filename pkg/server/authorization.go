@@ -18,10 +18,14 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 )
 
-// Audit annotations, as k8s.io/apiserver's authorization filter writes them.
+// Audit annotations of withAuthorization's decision. The upstream filter
+// has already written authorization.k8s.io/decision "allow" with reason
+// deferReason (annotations cannot be overwritten), so the real decision
+// goes under keys of customapi's own.
 const (
-	auditDecisionKey = "authorization.k8s.io/decision"
-	auditReasonKey   = "authorization.k8s.io/reason"
+	auditDecisionKey = "authorization.customapi.io/decision"
+	auditReasonKey   = "authorization.customapi.io/reason"
+	deferReason      = "decided by customapi's authorization step (see authorization.customapi.io/decision)"
 )
 
 // buildHandlerChain is k8s.io/apiserver's DefaultBuildHandlerChain with the
@@ -48,7 +52,7 @@ func buildHandlerChain(inner http.Handler, c *genericapiserver.Config, bodyTimeo
 func deferToInner(authz authorizer.Authorizer) authorizer.Authorizer {
 	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && isRequestCheck(a, info) {
-			return authorizer.DecisionAllow, "decided by customapi's authorization step", nil
+			return authorizer.DecisionAllow, deferReason, nil
 		}
 		return authz.Authorize(ctx, a)
 	})

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,82 +31,144 @@ const DefaultRequestBodyTimeout = time.Minute
 
 // withRequestBody bounds the time a request's body may take to arrive and
 // turns errors reading it into Status errors, for requests with a body:
-//   - the connection's read deadline (http.ResponseController; per stream
-//     on HTTP/2) is set to timeout after the request arrives, and cleared
-//     once the body has been read, so a trickled or stalled body fails with
-//     408 RequestTimeout instead of holding the connection open forever
-//     (kube-apiserver sets no such deadline). Requests without a body
+//   - the whole body must have arrived within timeout of the request's
+//     start, or reading it fails with 408 RequestTimeout (the handler
+//     answers that Status), instead of a trickled or stalled body holding
+//     the connection open forever (kube-apiserver sets no such deadline).
+//     The body is read by a goroutine of its own, so the deadline neither
+//     cancels the request's context (an HTTP/1 connection read deadline
+//     would, racing the 408 with the timeout filter's 504) nor depends on
+//     the protocol; once the handler is done, a read still blocked is ended
+//     with a connection read deadline in the past (HTTP/1: the connection is
+//     closed; HTTP/2: the stream is reset). Requests without a body
 //     (watches, long GETs) are not touched; timeout <= 0 disables it;
 //   - any other read error (a malformed chunked encoding, a connection
 //     broken mid-body) is 400 BadRequest, where the handlers answer 500.
-//
-// The errors are returned by the body's Read, so the handler that reads the
-// body answers them as it answers every Status error.
 func withRequestBody(next http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
 			next.ServeHTTP(w, req)
 			return
 		}
-		body := &requestBody{ReadCloser: req.Body, timeout: timeout}
+		body := &requestBody{body: req.Body, timeout: timeout}
 		if timeout > 0 {
-			rc := http.NewResponseController(w)
-			if err := rc.SetReadDeadline(time.Now().Add(timeout)); err == nil {
-				body.deadline = rc
-			}
+			body.deadline = time.Now().Add(timeout)
+			body.chunks = make(chan bodyChunk)
+			body.stop = make(chan struct{})
 		}
 		req.Body = body
 		next.ServeHTTP(w, req)
+		if body.stopPump() {
+			// the pump is blocked in a read of a body that never came
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 	})
 }
 
-// requestBody is a request body whose read errors are Status errors.
+// requestBody is a request body with a deadline whose read errors are
+// Status errors. Read and Close are called from one goroutine (the
+// handler's), the pump reads the real body in another.
 type requestBody struct {
-	io.ReadCloser
+	body     io.ReadCloser
 	timeout  time.Duration
-	deadline *http.ResponseController // nil when no deadline was set
+	deadline time.Time // zero: no deadline, Read reads body directly
+
+	started  bool
+	chunks   chan bodyChunk // from the pump
+	stop     chan struct{}  // closed to end the pump
+	stopOnce sync.Once
+	pumping  atomic.Bool // the pump is running
+	rest     []byte      // of the last chunk, not yet returned
+	err      error       // sticky: the body's end or failure
 }
 
-// Read reads the body; at its end the read deadline is cleared.
+// bodyChunk is what one read of the real body returned.
+type bodyChunk struct {
+	data []byte
+	err  error
+}
+
+// Read reads the body, failing with 408 once the deadline has passed.
 func (b *requestBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	switch {
-	case err == nil:
-	case errors.Is(err, io.EOF):
-		b.clearDeadline()
-	case isTimeout(err):
-		err = &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
-			Message: fmt.Sprintf("the request body did not arrive within %s (the server's request body deadline)", b.timeout),
-		}}
-	default:
-		var status apierrors.APIStatus
-		if !errors.As(err, &status) {
-			err = apierrors.NewBadRequest(fmt.Sprintf("the request body cannot be read: %v", err))
+	if b.deadline.IsZero() {
+		n, err := b.body.Read(p)
+		return n, b.statusError(err)
+	}
+	if len(b.rest) == 0 && b.err == nil {
+		if !b.started {
+			b.started = true
+			b.pumping.Store(true)
+			go b.pump()
+		}
+		timer := time.NewTimer(time.Until(b.deadline))
+		select {
+		case c := <-b.chunks:
+			b.rest, b.err = c.data, b.statusError(c.err)
+		case <-timer.C:
+			b.err = &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
+				Message: fmt.Sprintf("the request body did not arrive within %s (the server's request body deadline)", b.timeout),
+			}}
+		}
+		timer.Stop()
+	}
+	if len(b.rest) > 0 {
+		n := copy(p, b.rest)
+		b.rest = b.rest[n:]
+		return n, nil
+	}
+	return 0, b.err
+}
+
+// pump reads the real body into chunks until it ends or stop is closed.
+func (b *requestBody) pump() {
+	defer b.pumping.Store(false)
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := b.body.Read(buf)
+		if err != nil {
+			b.pumping.Store(false) // done reading: nothing to unblock
+		}
+		select {
+		case b.chunks <- bodyChunk{buf[:n], err}:
+		case <-b.stop:
+			return
+		}
+		if err != nil {
+			return
 		}
 	}
-	return n, err
 }
 
-// Close closes the body and clears the read deadline.
+// stopPump ends the pump and says whether it is still blocked in a read.
+func (b *requestBody) stopPump() bool {
+	if b.stop == nil {
+		return false
+	}
+	b.stopOnce.Do(func() { close(b.stop) })
+	return b.pumping.Load()
+}
+
+// Close closes the body, unless the pump still reads it (net/http closes
+// it once the handler is done).
 func (b *requestBody) Close() error {
-	b.clearDeadline()
-	return b.ReadCloser.Close()
+	if b.stopPump() {
+		return nil
+	}
+	return b.body.Close()
 }
 
-func (b *requestBody) clearDeadline() {
-	if b.deadline != nil {
-		_ = b.deadline.SetReadDeadline(time.Time{})
-		b.deadline = nil
+// statusError returns err as a Status error: io.EOF and Status errors
+// unchanged, anything else 400 BadRequest.
+func (b *requestBody) statusError(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
 	}
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return apierrors.NewBadRequest(fmt.Sprintf("the request body cannot be read: %v", err))
 }
 
 // withNumberCheck answers 422 Invalid to a server-side apply or strategic
