@@ -15,9 +15,13 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -318,6 +322,43 @@ func trickle(w io.Writer, body []byte, done <-chan struct{}) {
 		}
 		if _, err := w.Write([]byte{b}); err != nil {
 			return
+		}
+	}
+}
+
+// TestNumbersNeverNarrowedInProcess is case E3 through the other door: the
+// in-process client's merge and JSON patches of spec.replicas with values
+// an int32 cannot hold fail naming spec.replicas and change nothing.
+func TestNumbersNeverNarrowedInProcess(t *testing.T) {
+	e := start(t)
+	c1 := e.create(t, custom("c1"))
+	customs := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, e.Server, schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}).Namespace("ns1")
+	for _, v := range []string{"10000000000", "4294967297", "-2147483649", "1.5", `"1"`} {
+		for _, p := range []struct {
+			pt   types.PatchType
+			body string
+		}{
+			{types.MergePatchType, `{"spec":{"replicas":` + v + `}}`},
+			{types.JSONPatchType, `[{"op":"replace","path":"/spec/replicas","value":` + v + `}]`},
+		} {
+			for _, dryRun := range [][]string{nil, {metav1.DryRunAll}} {
+				t.Run(fmt.Sprintf("%s/%s/dryRun=%v", p.pt, v, dryRun), func(t *testing.T) {
+					_, err := customs.Patch(t.Context(), "c1", p.pt, []byte(p.body), metav1.PatchOptions{DryRun: dryRun})
+					if err == nil || !strings.Contains(err.Error(), "spec.replicas") {
+						t.Fatalf("error %v, want one naming spec.replicas", err)
+					}
+					if code := apierrors.ReasonForError(err); code != metav1.StatusReasonBadRequest && code != metav1.StatusReasonInvalid {
+						t.Fatalf("reason %s (%v), want BadRequest or Invalid", code, err)
+					}
+					got, err := customs.Get(t.Context(), "c1", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.ResourceVersion != c1.ResourceVersion || got.Spec.Replicas != 1 {
+						t.Fatalf("c1 changed: resourceVersion %s replicas %d", got.ResourceVersion, got.Spec.Replicas)
+					}
+				})
+			}
 		}
 	}
 }
