@@ -61,7 +61,7 @@ func (r *statusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 // Update writes the status of the object, ignoring every other change.
 func (r *statusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	// A status update never creates the object.
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return r.store.Update(ctx, name, clientUpdate{objInfo}, createValidation, updateValidation, false, options)
 }
 
 // GetResetFields says which fields a status update ignores, for

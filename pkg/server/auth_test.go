@@ -14,9 +14,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -128,6 +130,8 @@ func TestWebhookAuthorization(t *testing.T) {
 		name, token, path string
 		want              int
 	}{
+		{"anonymous probe, not asked to the webhook", "", "/readyz", http.StatusOK},
+		{"anonymous list", "", "/apis/test/v1/namespaces/default/customs", http.StatusUnauthorized},
 		{"allowed by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs", http.StatusOK},
 		{"denied by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs/x", http.StatusForbidden},
 		{"other user denied", "bob-token", "/apis/test/v1/namespaces/default/customs", http.StatusForbidden},
@@ -139,6 +143,48 @@ func TestWebhookAuthorization(t *testing.T) {
 			}
 		})
 	}
+
+	// The webhook stopped: requests whose decision is not cached are 503
+	// naming the authorizer; the admin and the probes need no webhook.
+	webhook.Close()
+	e := env{s}
+	for _, tc := range []struct {
+		name, token, path string
+		want              int
+	}{
+		{"uncached, webhook down", "alice-token", "/apis/test/v1/namespaces/other/customs", http.StatusServiceUnavailable},
+		{"uncached, other user, webhook down", "bob-token", "/apis/test/v1/namespaces/other/customs/y", http.StatusServiceUnavailable},
+		{"admin, webhook down", s.Config.BearerToken, "/apis/test/v1/namespaces/other/customs", http.StatusOK},
+		{"anonymous probe, webhook down", "", "/livez", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := send(t, e.HTTPClient, s.URL, request{method: http.MethodGet, path: tc.path, header: http.Header{}})
+			if tc.token != s.Config.BearerToken {
+				c := &http.Client{Transport: anonymousTransport(t, s)}
+				hdr := http.Header{}
+				if tc.token != "" {
+					hdr.Set("Authorization", "Bearer "+tc.token)
+				}
+				r = send(t, c, s.URL, request{method: http.MethodGet, path: tc.path, header: hdr})
+			}
+			if tc.want != http.StatusServiceUnavailable {
+				requireCode(t, r, tc.want)
+				return
+			}
+			st := requireStatus(t, r, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable)
+			if !strings.Contains(st.Message, "authorization webhook") {
+				t.Fatalf("message %q does not name the authorizer", st.Message)
+			}
+		})
+	}
+}
+
+// anonymousTransport trusts the server's CA and sends no credentials.
+func anonymousTransport(t *testing.T, s *customapitest.Server) *http.Transport {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.Config.TLSClientConfig.CAData)
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 }
 
 // /readyz fails while etcd is unreachable.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -67,11 +68,19 @@ type Options struct {
 	// AuthorizationWebhookConfigFile is the kubeconfig of the
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
 	AuthorizationWebhookConfigFile string
+
+	// RequestBodyTimeout bounds the time a request's body may take to
+	// arrive, from the request's start: a slower body is answered 408
+	// RequestTimeout (or its connection closed). Requests without a body
+	// (watches included) are not affected; 0 or less disables the bound
+	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
+	// flag.
+	RequestBodyTimeout time.Duration
 }
 
 // NewOptions returns the defaults: ./customapi-data, 127.0.0.1:6443,
 // embedded etcd, prefix /registry, watch cache on, JSON in etcd,
-// AlwaysAllow for authenticated users.
+// AlwaysAllow for authenticated users, a 60 s request body deadline.
 func NewOptions() *Options {
 	return &Options{
 		DataDir:           "customapi-data",
@@ -81,6 +90,8 @@ func NewOptions() *Options {
 		WatchCache:        true,
 		StorageMediaType:  storage.DefaultMediaType,
 		AuthorizationMode: AuthorizationAlwaysAllow,
+
+		RequestBodyTimeout: DefaultRequestBodyTimeout,
 	}
 }
 

@@ -175,7 +175,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(rejectInvalidNamespaces(api, codecs), c)
+		inner := withNumberCheck(rejectInvalidNamespaces(api, codecs), s.stores, c.MaxRequestBodyBytes, codecs)
+		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
 	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 
@@ -205,6 +206,9 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		gc.Authentication.Authenticator = union.New(gc.Authentication.Authenticator,
 			group.NewAuthenticatedGroupAdder(x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)))
 	}
+	// Anonymous only on the probe paths, and only without credentials: a
+	// request whose credentials fail is refused, as kube-apiserver does.
+	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, anonymousProbes())
 	gc.Authorization.Authorizer, err = s.authorizer()
 	if err != nil {
 		return nil, err
@@ -246,13 +250,18 @@ func (s *Server) authenticator() (authenticator.Request, error) {
 	return group.NewAuthenticatedGroupAdder(union.New(handlers...)), nil
 }
 
-// authorizer returns AlwaysAllow (reached only by authenticated users) or
-// a SubjectAccessReview webhook authorizer, with system:masters always
-// allowed as in kube-apiserver.
+// authorizer returns AlwaysAllow (reached only by authenticated users and
+// by anonymous probes) or a SubjectAccessReview webhook authorizer, with
+// system:masters always allowed as in kube-apiserver and the ProbePaths
+// allowed to everyone without asking the webhook.
 func (s *Server) authorizer() (authorizer.Authorizer, error) {
 	o := s.config.Options
 	if o.AuthorizationMode != AuthorizationWebhook {
 		return authorizerfactory.NewAlwaysAllowAuthorizer(), nil
+	}
+	probes, err := probeAuthorizer()
+	if err != nil {
+		return nil, err
 	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", o.AuthorizationWebhookConfigFile)
 	if err != nil {
@@ -266,7 +275,8 @@ func (s *Server) authorizer() (authorizer.Authorizer, error) {
 	}
 	return authzunion.New(
 		authzunion.NamedAuthorizer{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups("system:masters")},
-		authzunion.NamedAuthorizer{AuthorizerName: "webhook", Authorizer: wh},
+		authzunion.NamedAuthorizer{AuthorizerName: "probes", Authorizer: probes},
+		authzunion.NamedAuthorizer{AuthorizerName: "webhook", Authorizer: namedErrors(wh, "authorization webhook (--authorization-webhook-config-file)")},
 	)
 }
 

@@ -2,10 +2,8 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
@@ -39,8 +37,6 @@ func withStatusErrors(decorate generic.StorageDecorator) generic.StorageDecorato
 // upstream storage answers 500 Internal Server Error:
 //   - etcd's "request is too large" becomes 413 RequestEntityTooLarge
 //     (nothing is written: etcd rejects the whole transaction);
-//   - a server-side apply patch that does not fit the schema becomes 400
-//     BadRequest (see mapApplyError);
 //   - a resourceVersion that is not a non-negative integer on a get or a
 //     watch becomes 400 BadRequest (lists already answer 400 upstream; they
 //     get the same check and message here).
@@ -88,27 +84,7 @@ func (s *statusErrorStorage) Create(ctx context.Context, key string, obj, out ru
 func (s *statusErrorStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object,
 	ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object,
 ) error {
-	return mapApplyError(mapEtcdError(s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cached)))
-}
-
-// mapApplyError returns 400 BadRequest for a server-side apply patch that
-// does not fit the type's schema (for example an unknown field), which the
-// managed-fields code reports as a plain error and upstream answers with
-// 500 (k8s.io/apimachinery/pkg/util/managedfields/internal/structuredmerge.go,
-// "failed to create typed patch object"). The apply runs inside the
-// storage's update function, so its error passes through here.
-func mapApplyError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return err
-	}
-	if strings.Contains(err.Error(), "failed to create typed patch object") {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	return err
+	return mapEtcdError(s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cached))
 }
 
 // mapEtcdError returns a RequestEntityTooLarge Status error for etcd's

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/audit"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+)
+
+// Audit annotations of withAuthorization's decision. The upstream filter
+// has already written authorization.k8s.io/decision "allow" with reason
+// deferReason (annotations cannot be overwritten), so the real decision
+// goes under keys of customapi's own.
+const (
+	auditDecisionKey = "authorization.customapi.io/decision"
+	auditReasonKey   = "authorization.customapi.io/reason"
+	deferReason      = "decided by customapi's authorization step (see authorization.customapi.io/decision)"
+)
+
+// buildHandlerChain is k8s.io/apiserver's DefaultBuildHandlerChain with the
+// authorization step replaced by withAuthorization, which answers 503 when
+// an authorizer cannot decide (upstream answers 500). The upstream filter
+// stays in its place (after impersonation and max-in-flight, before the API)
+// but is handed deferToInner, which leaves the request's own check to
+// withAuthorization, installed directly around the API handler: the same
+// position in the chain. Every other check (impersonation) reaches the real
+// authorizer. inner is the API handler with customapi's own filters.
+func buildHandlerChain(inner http.Handler, c *genericapiserver.Config, bodyTimeout time.Duration) http.Handler {
+	authz := c.Authorization.Authorizer
+	c.Authorization.Authorizer = deferToInner(authz)
+	defer func() { c.Authorization.Authorizer = authz }()
+	chain := genericapiserver.DefaultBuildHandlerChain(withAuthorization(inner, authz, c.Serializer), c)
+	return withRequestBody(chain, bodyTimeout)
+}
+
+// deferToInner returns an authorizer that allows exactly the request check
+// of k8s.io/apiserver's authorization filter (attributes equal to the
+// request's RequestInfo), leaving it to withAuthorization, and asks the real authorizer for
+// everything else. Anything it does not recognise as the request check goes
+// to the real authorizer, so it fails closed.
+func deferToInner(authz authorizer.Authorizer) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && isRequestCheck(a, info) {
+			return authorizer.DecisionAllow, deferReason, nil
+		}
+		return authz.Authorize(ctx, a)
+	})
+}
+
+// isRequestCheck says whether a are the attributes of the request itself
+// (genericapifilters.GetAuthorizerAttributes), not an impersonation check.
+func isRequestCheck(a authorizer.Attributes, info *genericapirequest.RequestInfo) bool {
+	return !strings.HasPrefix(a.GetVerb(), "impersonate") &&
+		a.GetVerb() == info.Verb && a.GetPath() == info.Path && a.IsResourceRequest() == info.IsResourceRequest &&
+		a.GetAPIGroup() == info.APIGroup && a.GetAPIVersion() == info.APIVersion && a.GetResource() == info.Resource &&
+		a.GetSubresource() == info.Subresource && a.GetNamespace() == info.Namespace && a.GetName() == info.Name
+}
+
+// withAuthorization passes on requests the authorizer allows, answers 403
+// Forbidden to those it denies and 503 ServiceUnavailable (with the
+// authorizer's error, which names it) when it cannot decide, for example
+// because the authorization webhook is unreachable: the client may retry.
+// kube-apiserver answers 500 there.
+func withAuthorization(next http.Handler, a authorizer.Authorizer, s runtime.NegotiatedSerializer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx := req.Context()
+		attrs, err := genericapifilters.GetAuthorizerAttributes(ctx)
+		if err != nil {
+			responsewriters.InternalError(w, req, err)
+			return
+		}
+		decision, reason, err := a.Authorize(ctx, attrs)
+		if decision == authorizer.DecisionAllow {
+			audit.AddAuditAnnotations(ctx, auditDecisionKey, "allow", auditReasonKey, reason)
+			next.ServeHTTP(w, req)
+			return
+		}
+		if err != nil {
+			audit.AddAuditAnnotation(ctx, auditReasonKey, "authorizer unavailable")
+			unavailable := apierrors.NewServiceUnavailable(fmt.Sprintf("the request cannot be authorized now: %v", err))
+			w.Header().Set("Retry-After", "1")
+			responsewriters.ErrorNegotiated(unavailable, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		audit.AddAuditAnnotations(ctx, auditDecisionKey, "forbid", auditReasonKey, reason)
+		responsewriters.Forbidden(attrs, w, req, reason, s)
+	})
+}
+
+// namedErrors returns a that prefixes its errors with what it is, so that
+// a 503 says which authorizer failed.
+func namedErrors(a authorizer.Authorizer, what string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+		d, reason, err := a.Authorize(ctx, attrs)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", what, err)
+		}
+		return d, reason, err
+	})
+}

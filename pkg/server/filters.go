@@ -1,0 +1,251 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"sigs.k8s.io/yaml"
+
+	"github.com/customapi/customapi/pkg/registry"
+)
+
+// DefaultRequestBodyTimeout is Options.RequestBodyTimeout's default: a
+// request's body must have arrived within a minute of the request.
+const DefaultRequestBodyTimeout = time.Minute
+
+// withRequestBody bounds the time a request's body may take to arrive and
+// turns errors reading it into Status errors, for requests with a body:
+//   - the whole body must have arrived within timeout of the request's
+//     start, or reading it fails with 408 RequestTimeout (the handler
+//     answers that Status), instead of a trickled or stalled body holding
+//     the connection open forever (kube-apiserver sets no such deadline).
+//     The body is read by a goroutine of its own, so the deadline neither
+//     cancels the request's context (an HTTP/1 connection read deadline
+//     would, racing the 408 with the timeout filter's 504) nor depends on
+//     the protocol; once the handler is done, a read still blocked is ended
+//     with a connection read deadline in the past (HTTP/1: the connection is
+//     closed; HTTP/2: the stream is reset). Requests without a body
+//     (watches, long GETs) are not touched; timeout <= 0 disables it;
+//   - any other read error (a malformed chunked encoding, a connection
+//     broken mid-body) is 400 BadRequest, where the handlers answer 500.
+func withRequestBody(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
+			next.ServeHTTP(w, req)
+			return
+		}
+		body := &requestBody{body: req.Body, timeout: timeout}
+		if timeout > 0 {
+			body.deadline = time.Now().Add(timeout)
+			body.chunks = make(chan bodyChunk)
+			body.stop = make(chan struct{})
+		}
+		req.Body = body
+		next.ServeHTTP(w, req)
+		if body.stopPump() {
+			// the pump is blocked in a read of a body that never came
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// requestBody is a request body with a deadline whose read errors are
+// Status errors. Read and Close are called from one goroutine (the
+// handler's), the pump reads the real body in another.
+type requestBody struct {
+	body     io.ReadCloser
+	timeout  time.Duration
+	deadline time.Time // zero: no deadline, Read reads body directly
+
+	started  bool
+	chunks   chan bodyChunk // from the pump
+	stop     chan struct{}  // closed to end the pump
+	stopOnce sync.Once
+	pumping  atomic.Bool // the pump is running
+	rest     []byte      // of the last chunk, not yet returned
+	err      error       // sticky: the body's end or failure
+}
+
+// bodyChunk is what one read of the real body returned.
+type bodyChunk struct {
+	data []byte
+	err  error
+}
+
+// Read reads the body, failing with 408 once the deadline has passed.
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.deadline.IsZero() {
+		n, err := b.body.Read(p)
+		return n, b.statusError(err)
+	}
+	if len(b.rest) == 0 && b.err == nil {
+		if !b.started {
+			b.started = true
+			b.pumping.Store(true)
+			go b.pump()
+		}
+		timer := time.NewTimer(time.Until(b.deadline))
+		select {
+		case c := <-b.chunks:
+			b.rest, b.err = c.data, b.statusError(c.err)
+		case <-timer.C:
+			b.err = &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
+				Message: fmt.Sprintf("the request body did not arrive within %s (the server's request body deadline)", b.timeout),
+			}}
+		}
+		timer.Stop()
+	}
+	if len(b.rest) > 0 {
+		n := copy(p, b.rest)
+		b.rest = b.rest[n:]
+		return n, nil
+	}
+	return 0, b.err
+}
+
+// pump reads the real body into chunks until it ends or stop is closed.
+func (b *requestBody) pump() {
+	defer b.pumping.Store(false)
+	for {
+		buf := make([]byte, 32<<10)
+		n, err := b.body.Read(buf)
+		if err != nil {
+			b.pumping.Store(false) // done reading: nothing to unblock
+		}
+		select {
+		case b.chunks <- bodyChunk{buf[:n], err}:
+		case <-b.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stopPump ends the pump and says whether it is still blocked in a read.
+func (b *requestBody) stopPump() bool {
+	if b.stop == nil {
+		return false
+	}
+	b.stopOnce.Do(func() { close(b.stop) })
+	return b.pumping.Load()
+}
+
+// Close closes the body, unless the pump still reads it (net/http closes
+// it once the handler is done).
+func (b *requestBody) Close() error {
+	if b.stopPump() {
+		return nil
+	}
+	return b.body.Close()
+}
+
+// statusError returns err as a Status error: io.EOF and Status errors
+// unchanged, anything else 400 BadRequest.
+func (b *requestBody) statusError(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the request body cannot be read: %v", err))
+}
+
+// withNumberCheck answers 422 Invalid to a server-side apply or strategic
+// merge patch whose body holds a number the resource's Go type cannot hold
+// exactly (registry.CheckNumbers): these bodies are decoded without a type
+// and converted by runtime.DefaultUnstructuredConverter, which narrows
+// (spec.replicas 10000000000 would be stored as 1410065408 in an int32) or
+// fails with a 500, where POST, PUT, merge and JSON patch refuse the value
+// in their typed decode. Bodies longer than maxBytes, or that do not
+// decode, are passed on for the handler to refuse. stores are the served
+// resources' registry stores.
+func withNumberCheck(next http.Handler, stores map[schema.GroupVersionResource]*registry.Store, maxBytes int64, codecs serializer.CodecFactory) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPatch || req.Body == nil {
+			next.ServeHTTP(w, req)
+			return
+		}
+		mediaType, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";")
+		mediaType = strings.TrimSpace(mediaType)
+		if mediaType != string(types.ApplyYAMLPatchType) && mediaType != string(types.StrategicMergePatchType) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		info, ok := genericapirequest.RequestInfoFrom(req.Context())
+		if !ok || !info.IsResourceRequest || (info.Subresource != "" && info.Subresource != "status") {
+			next.ServeHTTP(w, req)
+			return
+		}
+		gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+		st, ok := stores[gvr]
+		if !ok {
+			next.ServeHTTP(w, req)
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(req.Body, maxBytes+1))
+		if err != nil {
+			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
+			return
+		}
+		if int64(len(data)) > maxBytes {
+			req.Body = readCloser{io.MultiReader(bytes.NewReader(data), req.Body), req.Body}
+			next.ServeHTTP(w, req)
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		content, ok := decodeUntyped(data)
+		if !ok {
+			next.ServeHTTP(w, req)
+			return
+		}
+		if errs := registry.CheckNumbers(nil, content, reflect.TypeOf(st.Resource.New())); len(errs) != 0 {
+			err := apierrors.NewInvalid(st.Resource.GroupVersionKind.GroupKind(), info.Name, errs)
+			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// decodeUntyped decodes a JSON or YAML object keeping numbers' literals
+// (json.Number).
+func decodeUntyped(data []byte) (map[string]any, bool) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, false
+	}
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.UseNumber()
+	var out map[string]any
+	if err := d.Decode(&out); err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
