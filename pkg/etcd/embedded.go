@@ -153,6 +153,13 @@ func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoin
 // ClientConfig returns the configuration clients use to reach this server.
 func (e *Embedded) ClientConfig() ClientConfig { return ClientConfig{Endpoints: e.Endpoints()} }
 
+// Err returns embed.Etcd.Err(): the channel on which the running server
+// reports a fatal error after start, such as a client or peer listener that
+// stopped serving. A value received before Close means the server no longer
+// serves (the value may be nil when a listener ended without an error);
+// Close closes the channel.
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
 // Close stops the server and waits until it has stopped. Calling it more than
 // once is safe. Pending client requests end with an error.
 func (e *Embedded) Close() {
