@@ -33,6 +33,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -149,12 +150,14 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range resources {
-		st, err := registry.New(scheme, r, getter)
-		if err != nil {
-			return nil, err
+	if s.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("server: start-up abandoned while connecting to etcd: %w", ctx.Err())
 		}
-		s.stores[r.GroupVersionResource()] = st
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("server: %w; is etcd reachable at %s?", err, strings.Join(etcdConfig.Endpoints, ","))
+		}
+		return nil, err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, storageReadyTimeout)
 	defer cancel()
@@ -189,6 +192,46 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, fmt.Errorf("server: start-up abandoned: %w", err)
 	}
 	return s, nil
+}
+
+// openStores creates one registry store per resource. Creating a store
+// connects to etcd, which k8s.io/apiserver bounds (20 s) but does not let
+// a context end, so this returns as soon as ctx ends; the stores created
+// meanwhile are destroyed once their creation is over.
+func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, resources []resource.Resource) (map[schema.GroupVersionResource]*registry.Store, error) {
+	type result struct {
+		stores map[schema.GroupVersionResource]*registry.Store
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r := result{stores: map[schema.GroupVersionResource]*registry.Store{}}
+		for _, res := range resources {
+			st, err := registry.New(scheme, res, getter)
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.stores[res.GroupVersionResource()] = st
+		}
+		done <- r
+	}()
+	destroy := func(r result) {
+		for _, st := range r.stores {
+			st.Destroy()
+		}
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			destroy(r)
+			return nil, r.err
+		}
+		return r.stores, nil
+	case <-ctx.Done():
+		go func() { destroy(<-done) }()
+		return nil, ctx.Err()
+	}
 }
 
 // genericConfig builds k8s.io/apiserver's configuration: serving,
@@ -381,7 +424,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	cancel()
 	watching.Wait()
 	if etcdFailure != nil {
-		return errors.Join(fmt.Errorf("server: embedded etcd (%s) failed: %w", strings.Join(s.etcd.Endpoints(), ","), etcdFailure), err)
+		return errors.Join(fmt.Errorf("server: embedded etcd (%s) stopped serving (its log has the cause): %w", strings.Join(s.etcd.Endpoints(), ","), etcdFailure), err)
 	}
 	return err
 }
