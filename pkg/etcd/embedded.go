@@ -260,5 +260,7 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 func isClosedError(err error) bool {
 	msg := err.Error()
 	return errors.Is(err, net.ErrClosed) || strings.Contains(msg, "server closed") ||
-		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection")
+		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection") ||
+		// cmux and grpc.ErrServerStopped, when Close comes before ready
+		strings.Contains(msg, "listener closed") || strings.Contains(msg, "the server has been stopped")
 }

@@ -552,7 +552,12 @@ func (v servedVersion) Info() *apimachineryversion.Info {
 	if strings.HasPrefix(info.GitVersion, "v0.0.0-") {
 		info.GitVersion, info.GitCommit, info.GitTreeState = "v"+KubernetesVersion+".0", "", ""
 	}
-	b := ReadBuildInfo()
+	return withBuildInfo(info, ReadBuildInfo())
+}
+
+// withBuildInfo adds customapi's version and commit to info (see
+// servedVersion).
+func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryversion.Info {
 	if !strings.Contains(info.GitVersion, "+") {
 		info.GitVersion += "+customapi." + semverBuildMetadata(b.Version)
 	}
