@@ -3,8 +3,8 @@ package server
 import (
 	"testing"
 
-	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
 )
 
 // TestVersionInfo: /version's fields for the builds customapi meets, each

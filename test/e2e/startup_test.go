@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 const (
