@@ -10,6 +10,12 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks for a clean stop; a second one kills the
+	// process (the default action) without waiting for the clean stop.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -31,7 +33,11 @@ certificate and an admin token are generated into --data-dir, with
 
   kubectl --kubeconfig customapi-data/admin.kubeconfig get customs
 
-Anonymous requests are rejected (401).`,
+Anonymous requests are rejected (401).
+
+One process owns a data dir: a second serve on it fails at once naming the
+owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a
+second signal kills it at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Repeated identical messages (etcd's "no leader" watch errors
@@ -55,6 +61,12 @@ Anonymous requests are rejected (401).`,
 			}
 			srv, err := server.New(ctx, cfg.Complete(), resources...)
 			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+					// SIGINT/SIGTERM during start-up: New has closed
+					// etcd and released the data dir; a clean stop.
+					fmt.Fprintln(cmd.ErrOrStderr(), "customapi: start-up interrupted by a signal; stopped")
+					return nil
+				}
 				return err
 			}
 			if flags := srv.EmbeddedEtcdctlFlags(); flags != "" {

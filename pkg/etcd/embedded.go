@@ -185,6 +185,13 @@ func (e *Embedded) ClientConfig() ClientConfig {
 // they need it).
 func (e *Embedded) EtcdctlFlags() string { return e.ClientConfig().EtcdctlFlags() }
 
+// Err returns embed.Etcd.Err(): the channel on which the running server
+// reports a fatal error after start, such as a client or peer listener that
+// stopped serving. A value received before Close means the server no longer
+// serves (the value may be nil when a listener ended without an error);
+// Close closes the channel.
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
 // Close stops the server and waits until it has stopped. Calling it more than
 // once is safe. Pending client requests end with an error.
 func (e *Embedded) Close() {
@@ -285,5 +292,7 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 func isClosedError(err error) bool {
 	msg := err.Error()
 	return errors.Is(err, net.ErrClosed) || strings.Contains(msg, "server closed") ||
-		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection")
+		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection") ||
+		// cmux and grpc.ErrServerStopped, when Close comes before ready
+		strings.Contains(msg, "listener closed") || strings.Contains(msg, "the server has been stopped")
 }

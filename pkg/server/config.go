@@ -1,20 +1,69 @@
 package server
 
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
 // Config is a validated Options with the data directory prepared (see
 // Options.Config). Call Complete to use it.
 type Config struct {
 	// Options are the options the config was made from, with DataDir made
-	// absolute and, for SecurePort 0, Listener bound.
+	// absolute and Listener bound.
 	Options Options
 	// CAData is the PEM CA certificate that signed the serving certificate.
 	CAData []byte
 	// AdminToken is the bearer token of the admin user (group
 	// system:masters).
 	AdminToken string
-	// KubeconfigPath is <data-dir>/admin.kubeconfig.
+	// KubeconfigPath is <data-dir>/admin.kubeconfig, written by
+	// Server.Run when it starts serving.
 	KubeconfigPath string
 	// URL is the address clients use, for example https://127.0.0.1:6443.
 	URL string
+
+	// owned are the data dir lock and the listener, shared by the copies
+	// of this Config and released once.
+	owned *owned
+}
+
+// Close releases what Options.Config took: the data dir lock and the
+// listener. Call it when New is not called: a Server built from the config
+// releases them in Server.Close, and a New that fails releases them before
+// it returns. Idempotent (later calls, also after Server.Close, return the
+// first call's result).
+func (c *Config) Close() error { return c.owned.release() }
+
+// owned is what a Config holds on behalf of the server built from it.
+type owned struct {
+	lock     *dataDirLock
+	listener net.Listener
+
+	once sync.Once
+	err  error
+}
+
+// release closes the listener and drops the data dir lock, once. An
+// already closed listener (the generic server closes it on shutdown) is
+// not an error.
+func (o *owned) release() error {
+	if o == nil {
+		return nil
+	}
+	o.once.Do(func() {
+		var errs []error
+		if o.listener != nil {
+			if err := o.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+		if err := o.lock.release(); err != nil {
+			errs = append(errs, err)
+		}
+		o.err = errors.Join(errs...)
+	})
+	return o.err
 }
 
 // CompletedConfig is a Config ready for New. Only Complete makes one.

@@ -7,9 +7,10 @@
 // The life of a server follows sample-apiserver's shape:
 //
 //	opts := server.NewOptions()          // defaults; opts.AddFlags(fs) binds flags
-//	cfg, err := opts.Config()            // validates, prepares the data dir, certificates, credentials
+//	cfg, err := opts.Config()            // validates, locks the data dir, binds the port, certificates, credentials
 //	srv, err := server.New(ctx, cfg.Complete(), install.Customs, fleetapi.Devices)
-//	err = srv.Run(ctx)                   // serves until ctx ends, then drains and stops
+//	err = srv.Run(ctx)                   // writes admin.kubeconfig, serves until ctx ends, then drains and stops
+//	// (or srv.Close() to release a server that is not run)
 //
 // Secure by default: HTTPS only, on 127.0.0.1:6443; a CA, an ECDSA P-256
 // serving certificate and an admin bearer token are generated into the data

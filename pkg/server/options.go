@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ type Options struct {
 	// SecurePort is the HTTPS port (--secure-port); 0 picks a free port.
 	SecurePort int
 	// Listener, if set, is used instead of binding BindAddress:SecurePort
-	// (for tests and embedding). Not a flag.
+	// (for tests and embedding); the server closes it when it stops. Not
+	// a flag.
 	Listener net.Listener
 
 	// EtcdServers are external etcd client URLs (--etcd-servers); empty
@@ -164,12 +166,25 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 	return etcd.ClientConfig{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
 }
 
-// Config validates the options and prepares the data directory: it creates
-// it (mode 0700), generates the CA, serving certificate and admin token on
-// first start (reusing them afterwards) and writes admin.kubeconfig. With
-// SecurePort 0 and no Listener it binds a free port now, so the kubeconfig
-// names the real port.
-func (o *Options) Config() (*Config, error) {
+// Config validates the options, takes ownership of the data directory and
+// binds the listening port, in this order, before anything slow starts:
+//
+//  1. it creates the data dir (mode 0700) and takes the exclusive lock of
+//     <data-dir>/lock (flock(2), holding this process's pid). When another
+//     process owns the data dir it fails at once with a *DataDirInUseError
+//     naming the dir and the owner's pid, having changed nothing else;
+//  2. it binds BindAddress:SecurePort (unless Listener is set), so a taken
+//     port fails now with an error naming --secure-port and the address,
+//     before etcd starts;
+//  3. it generates the CA, serving certificate and admin token on first
+//     start (reusing them afterwards).
+//
+// admin.kubeconfig is not written here but by Server.Run, when the server
+// starts serving. The returned Config owns the lock and the listener (a
+// Listener given in the options becomes the Config's): New hands them to
+// the Server, whose Close releases them; call Config.Close only when New
+// is not called or fails.
+func (o *Options) Config() (cfg *Config, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -182,8 +197,30 @@ func (o *Options) Config() (*Config, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	res := &owned{}
+	defer func() {
+		if err != nil {
+			_ = res.release()
+		}
+	}()
+	if res.lock, err = lockDataDir(dir); err != nil {
+		return nil, err
+	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if opts.Listener == nil {
+		addr := net.JoinHostPort(opts.BindAddress.String(), strconv.Itoa(opts.SecurePort))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("--secure-port %d: cannot listen on %s (is another server using the port?): %w", opts.SecurePort, addr, err)
+		}
+		opts.Listener = l
+	}
+	res.listener = opts.Listener
+	addr, ok := opts.Listener.Addr().(*net.TCPAddr)
+	if !ok {
+		return nil, fmt.Errorf("listener address %s is not TCP", opts.Listener.Addr())
 	}
 	caPEM, err := ensureCertificates(dir, opts.BindAddress)
 	if err != nil {
@@ -193,27 +230,13 @@ func (o *Options) Config() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin token: %w", err)
 	}
-	if opts.Listener == nil && opts.SecurePort == 0 {
-		l, err := net.Listen("tcp", net.JoinHostPort(opts.BindAddress.String(), "0"))
-		if err != nil {
-			return nil, fmt.Errorf("listen: %w", err)
-		}
-		opts.Listener = l
-	}
-	host, port := clientHost(opts.BindAddress), opts.SecurePort
-	if opts.Listener != nil {
-		addr := opts.Listener.Addr().(*net.TCPAddr)
-		host, port = clientHost(addr.IP), addr.Port
-	}
-	kubeconfig, err := writeKubeconfig(dir, host, port, caPEM, token)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
+	host, port := clientHost(addr.IP), addr.Port
 	return &Config{
 		Options:        opts,
 		CAData:         caPEM,
 		AdminToken:     token,
-		KubeconfigPath: kubeconfig,
-		URL:            "https://" + net.JoinHostPort(host, fmt.Sprint(port)),
+		KubeconfigPath: filepath.Join(dir, kubeconfigFile),
+		URL:            "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		owned:          res,
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
@@ -61,8 +63,9 @@ const KubernetesVersion = "1.37"
 // caches to fill from etcd.
 const storageReadyTimeout = time.Minute
 
-// Server is an API server for a set of resources. Create it
-// with New, then call Run.
+// Server is an API server for a set of resources. Create it with New, then
+// call Run; Close releases a server that is not run (Run releases it when
+// it returns).
 type Server struct {
 	generic *genericapiserver.GenericAPIServer
 	config  CompletedConfig
@@ -72,22 +75,40 @@ type Server struct {
 	ready   chan struct{}
 	stop    chan struct{} // closed when the server stops, ends the etcd checks
 
-	closeOnce sync.Once
+	mu        sync.Mutex
+	closed    bool               // Close was called
+	runCancel context.CancelFunc // ends a running Run; nil before Run
+	runDone   chan struct{}      // closed when Run has returned and released
+
+	releaseOnce sync.Once
+	releaseErr  error
 }
 
 // New builds the server for resources: it builds their scheme, starts the
 // embedded etcd (unless the config names external servers), creates one
 // registry store per resource (waiting for their watch caches) and the
 // generic API server with authentication, authorization, OpenAPI and the
-// resources' API groups installed. It does not listen yet: Run does.
+// resources' API groups installed. It does not serve yet: Run does.
+// The server takes over the config's data dir lock and listener; on error
+// New releases them, with everything it started, before it returns.
 // Errors: invalid resource declarations, missing OpenAPI definitions, etcd
-// that cannot start or be reached before ctx ends.
-func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resource) (*Server, error) {
+// that cannot start or be reached within a minute (the error names the
+// endpoints), or ctx ending first (the error wraps ctx.Err(); start-up is
+// abandoned promptly, the embedded etcd closed).
+func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resource) (srv *Server, err error) {
 	if cfg.completedConfig == nil {
 		return nil, errors.New("server: the config was not completed (call Config.Complete)")
 	}
+	defer func() {
+		if err != nil {
+			_ = cfg.owned.release()
+		}
+	}()
 	if len(resources) == 0 {
 		return nil, errors.New("server: no resources to serve")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("server: start-up abandoned: %w", err)
 	}
 	o := cfg.Options
 	scheme, err := resource.NewScheme(resources...)
@@ -102,10 +123,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 
 	s := &Server{config: cfg, scheme: scheme, stores: map[schema.GroupVersionResource]*registry.Store{}, ready: make(chan struct{}), stop: make(chan struct{})}
-	ok := false
 	defer func() {
-		if !ok {
-			s.close()
+		if err != nil {
+			_ = s.release()
 		}
 	}()
 
@@ -130,18 +150,23 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range resources {
-		st, err := registry.New(scheme, r, getter)
-		if err != nil {
-			return nil, err
+	if s.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("server: start-up abandoned while connecting to etcd: %w", ctx.Err())
 		}
-		s.stores[r.GroupVersionResource()] = st
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("server: %w; is etcd reachable at %s?", err, strings.Join(etcdConfig.Endpoints, ","))
+		}
+		return nil, err
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, storageReadyTimeout)
 	defer cancel()
 	for _, st := range s.stores {
 		if err := st.WaitReady(readyCtx); err != nil {
-			return nil, fmt.Errorf("server: is etcd reachable at %v? %w", etcdConfig.Endpoints, err)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("server: start-up abandoned while waiting for the watch caches: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("server: storage not ready after %s: %w; is etcd reachable at %s?", storageReadyTimeout, err, strings.Join(etcdConfig.Endpoints, ","))
 		}
 	}
 
@@ -163,8 +188,50 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}); err != nil {
 		return nil, err
 	}
-	ok = true
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("server: start-up abandoned: %w", err)
+	}
 	return s, nil
+}
+
+// openStores creates one registry store per resource. Creating a store
+// connects to etcd, which k8s.io/apiserver bounds (20 s) but does not let
+// a context end, so this returns as soon as ctx ends; the stores created
+// meanwhile are destroyed once their creation is over.
+func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, resources []resource.Resource) (map[schema.GroupVersionResource]*registry.Store, error) {
+	type result struct {
+		stores map[schema.GroupVersionResource]*registry.Store
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r := result{stores: map[schema.GroupVersionResource]*registry.Store{}}
+		for _, res := range resources {
+			st, err := registry.New(scheme, res, getter)
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.stores[res.GroupVersionResource()] = st
+		}
+		done <- r
+	}()
+	destroy := func(r result) {
+		for _, st := range r.stores {
+			st.Destroy()
+		}
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			destroy(r)
+			return nil, r.err
+		}
+		return r.stores, nil
+	case <-ctx.Done():
+		go func() { destroy(<-done) }()
+		return nil, ctx.Err()
+	}
 }
 
 // genericConfig builds k8s.io/apiserver's configuration: serving,
@@ -313,12 +380,81 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	return nil
 }
 
-// Run serves until ctx ends, then stops accepting requests, lets in-flight
-// requests finish, ends watches, and stops the stores and the embedded etcd.
-// It returns an error if the server cannot listen.
-func (s *Server) Run(ctx context.Context) error {
-	defer s.close()
-	return s.generic.PrepareRun().RunWithContext(ctx)
+// Run writes <data-dir>/admin.kubeconfig (atomically, mode 0600, naming
+// the bound port) and serves until ctx ends or Close is called, then stops
+// accepting requests, lets in-flight requests finish, ends watches and
+// calls Close's release (stores, embedded etcd, listener, data dir lock).
+// It returns nil after a requested stop (also when ctx had already ended),
+// an error when the kubeconfig cannot be written, and an error naming the
+// embedded etcd when that fails while serving (embed.Etcd.Err): the server
+// then shuts down as for a stop, /readyz failing meanwhile. Run may be
+// called once, and not after Close.
+func (s *Server) Run(ctx context.Context) (err error) {
+	s.mu.Lock()
+	if s.closed || s.runDone != nil {
+		s.mu.Unlock()
+		return errors.New("server: Run called after Close or more than once")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.runCancel, s.runDone = cancel, done
+	s.mu.Unlock()
+	defer close(done)
+	defer func() {
+		if rerr := s.release(); err == nil {
+			err = rerr
+		}
+	}()
+	defer cancel()
+
+	if ctx.Err() != nil {
+		return nil
+	}
+	addr := s.config.Options.Listener.Addr().(*net.TCPAddr)
+	if _, err := writeKubeconfig(s.config.Options.DataDir, clientHost(addr.IP), addr.Port, s.config.CAData, s.config.AdminToken); err != nil {
+		return fmt.Errorf("server: kubeconfig: %w", err)
+	}
+
+	var etcdFailure error
+	var watching sync.WaitGroup
+	if s.etcd != nil {
+		watching.Go(func() {
+			select {
+			case err, ok := <-s.etcd.Err():
+				if !ok || err == nil {
+					err = errors.New("stopped serving")
+				}
+				etcdFailure = err
+				cancel()
+			case <-ctx.Done():
+			}
+		})
+	}
+	err = s.generic.PrepareRun().RunWithContext(ctx)
+	cancel()
+	watching.Wait()
+	if etcdFailure != nil {
+		return errors.Join(fmt.Errorf("server: embedded etcd (%s) stopped serving (its log has the cause): %w", strings.Join(s.etcd.Endpoints(), ","), etcdFailure), err)
+	}
+	return err
+}
+
+// Close stops the server and releases everything it holds: a running Run
+// is ended (as if its ctx ended) and waited for; the stores and their watch
+// caches are stopped, the embedded etcd is closed, the listener is closed
+// and the data dir lock released, so that another server may use the data
+// dir. Usable without Run. Idempotent: later calls return the first call's
+// result, the first error of releasing.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	cancel, done := s.runCancel, s.runDone
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return s.release()
 }
 
 // notifyReady closes s.ready once the server's own /readyz answers 200,
@@ -364,16 +500,24 @@ func (s *Server) Store(gvr schema.GroupVersionResource) (*registry.Store, bool) 
 // authorization and all API endpoints), for embedding.
 func (s *Server) Handler() http.Handler { return s.generic.Handler }
 
-func (s *Server) close() {
-	s.closeOnce.Do(func() {
+// release stops what New started, once: the etcd health check, the
+// generic server's storage (its destroy functions are idempotent), the
+// stores, the embedded etcd, then the listener and the data dir lock.
+func (s *Server) release() error {
+	s.releaseOnce.Do(func() {
 		close(s.stop)
+		if s.generic != nil {
+			s.generic.Destroy()
+		}
 		for _, st := range s.stores {
 			st.Destroy()
 		}
 		if s.etcd != nil {
 			s.etcd.Close()
 		}
+		s.releaseErr = s.config.owned.release()
 	})
+	return s.releaseErr
 }
 
 // mergedDefinitions returns the union of the resources' OpenAPI
@@ -406,9 +550,15 @@ func etcdReadyCheck(cfg etcd.ClientConfig, stopCh <-chan struct{}) (healthz.Heal
 	return healthz.NamedCheck("etcd", func(*http.Request) error { return check() }), nil
 }
 
-// servedVersion reports /version's gitVersion as v<KubernetesVersion>.0.
-// Without -ldflags, component-base reports "v0.0.0-master+$Format:%H$",
-// which `kubectl version` cannot parse.
+// servedVersion is /version: the Kubernetes API version customapi speaks,
+// with customapi's own version in gitVersion's semver build metadata (as
+// k3s reports "v1.29.3+k3s1") and its commit in gitCommit and
+// gitTreeState, from the binary's build info (ReadBuildInfo). For example
+// gitVersion "v1.37.0+customapi.v0.4.0", gitCommit "0d7ce76...",
+// gitTreeState "clean". gitVersion stays a semantic version kubectl
+// parses: without -ldflags component-base reports
+// "v0.0.0-master+$Format:%H$", which `kubectl version` cannot parse, so
+// that becomes v<KubernetesVersion>.0.
 type servedVersion struct {
 	compatibility.EffectiveVersion
 }
@@ -416,8 +566,26 @@ type servedVersion struct {
 // Info returns the version information of /version.
 func (v servedVersion) Info() *apimachineryversion.Info {
 	info := v.EffectiveVersion.Info()
-	if info != nil && strings.HasPrefix(info.GitVersion, "v0.0.0-") {
-		info.GitVersion, info.GitCommit = "v"+KubernetesVersion+".0", ""
+	if info == nil {
+		return nil
+	}
+	if strings.HasPrefix(info.GitVersion, "v0.0.0-") {
+		info.GitVersion, info.GitCommit, info.GitTreeState = "v"+KubernetesVersion+".0", "", ""
+	}
+	return withBuildInfo(info, ReadBuildInfo())
+}
+
+// withBuildInfo adds customapi's version and commit to info (see
+// servedVersion).
+func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryversion.Info {
+	if !strings.Contains(info.GitVersion, "+") {
+		info.GitVersion += "+customapi." + semverBuildMetadata(b.Version)
+	}
+	if b.Revision != "" {
+		info.GitCommit, info.GitTreeState = b.Revision, "clean"
+		if b.Modified {
+			info.GitTreeState = "dirty"
+		}
 	}
 	return info
 }

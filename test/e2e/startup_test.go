@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+const (
+	// refuseBound is how soon a serve that cannot own its data dir or port
+	// must exit (issue: "within 1 s").
+	refuseBound = time.Second
+	// startupSignalBound is how soon SIGTERM during start-up must end serve.
+	startupSignalBound = 2 * time.Second
+)
+
+// rawServe is a `customapi serve` process started without waiting for
+// readiness.
+type rawServe struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+	started        time.Time
+	exited         chan struct{}
+}
+
+// startRaw starts `customapi serve --data-dir dir --bind-address 127.0.0.1
+// -v=0` plus args; the process is killed when the test ends if still
+// running.
+func startRaw(t *testing.T, dir string, args ...string) *rawServe {
+	t.Helper()
+	p := &rawServe{exited: make(chan struct{})}
+	p.cmd = exec.Command(customapiBinary, append([]string{"serve", "--data-dir", dir, "--bind-address", "127.0.0.1", "-v=0"}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.SysProcAttr = childProcAttr()
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// wait returns once the process exited, or fails the test after timeout.
+func (p *rawServe) wait(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		t.Fatalf("serve still running after %s; killed. stderr:\n%s", timeout, tail(p.stderr.String(), 20))
+	}
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestSecondServeRefused: a second serve on a data dir in use exits
+// non-zero within a second naming the dir and the owner's pid, and the
+// first server stays reachable through its unchanged kubeconfig.
+func TestSecondServeRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := startServer(t, dir)
+	kubeconfig, err := os.ReadFile(first.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	second := startRaw(t, dir, "--secure-port", "0")
+	second.wait(t, 30*time.Second)
+	elapsed := time.Since(second.started)
+	msg := lastLine(second.stderr.String())
+	t.Logf("second serve exited %d after %s: %s", second.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), msg)
+	if second.cmd.ProcessState.ExitCode() == 0 {
+		t.Errorf("second serve exited 0, want non-zero")
+	}
+	if pid := strconv.Itoa(first.cmd.Process.Pid); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+pid) {
+		t.Errorf("last line %q does not name the data dir %s and the owner's pid %s", msg, dir, pid)
+	}
+	if elapsed > refuseBound {
+		t.Errorf("second serve took %s to exit, want within %s", elapsed, refuseBound)
+	}
+
+	after, err := os.ReadFile(first.KubeconfigPath)
+	if err != nil || !bytes.Equal(after, kubeconfig) {
+		t.Fatalf("the refused serve changed %s (%v)", first.KubeconfigPath, err)
+	}
+	client := httpClientFor(t, restConfigFrom(t, first.KubeconfigPath))
+	resp, err := client.Get(first.URL + "/apis/test/v1/customs")
+	if err != nil {
+		t.Fatalf("first server through its kubeconfig: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("first server through its kubeconfig: %s", resp.Status)
+	}
+}
+
+// TestSecurePortTaken: a taken --secure-port fails serve at once with a
+// message naming the flag and the address, before etcd starts.
+func TestSecurePortTaken(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	dir := t.TempDir()
+	p := startRaw(t, dir, "--secure-port", port)
+	p.wait(t, 30*time.Second)
+	elapsed := time.Since(p.started)
+	msg := lastLine(p.stderr.String())
+	t.Logf("serve on a taken port exited %d after %s: %s", p.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), msg)
+	if p.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(msg, "--secure-port") || !strings.Contains(msg, "127.0.0.1:"+port) {
+		t.Errorf("want a non-zero exit and a last line naming --secure-port and 127.0.0.1:%s", port)
+	}
+	if elapsed > refuseBound {
+		t.Errorf("took %s to exit, want within %s", elapsed, refuseBound)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "etcd")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists (%v): etcd was started before the port was bound", filepath.Join(dir, "etcd"), err)
+	}
+}
+
+// TestSignalDuringStartup: SIGTERM at points of the start-up ends serve
+// cleanly (exit 0, no error-level log line) within 2 s, with the data dir
+// lock free afterwards; the embedded etcd runs in the process, so its exit
+// is etcd's.
+func TestSignalDuringStartup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		// reached reports that start-up got to the point to interrupt.
+		reached func(dir string, p *rawServe) bool
+	}{
+		{"data dir locked", nil, func(dir string, p *rawServe) bool {
+			b, err := os.ReadFile(filepath.Join(dir, "lock"))
+			return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(p.cmd.Process.Pid)
+		}},
+		{"embedded etcd starting", nil, func(dir string, _ *rawServe) bool {
+			_, err := os.Stat(filepath.Join(dir, "etcd", "member"))
+			return err == nil
+		}},
+		{"external etcd unreachable", []string{"--etcd-servers", "http://127.0.0.1:1"}, func(_ string, p *rawServe) bool {
+			return strings.Contains(p.stderr.String(), "127.0.0.1:1")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := startRaw(t, dir, append([]string{"--secure-port", "0"}, tc.args...)...)
+			deadline := time.Now().Add(30 * time.Second)
+			for !tc.reached(dir, p) {
+				select {
+				case <-p.exited:
+					t.Fatalf("serve exited before the point; stderr:\n%s", p.stderr.String())
+				case <-time.After(5 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("start-up did not reach the point within 30s")
+				}
+			}
+			if readyLine.MatchString(strings.SplitN(p.stdout.String(), "\n", 2)[0]) {
+				t.Fatal("ready before the signal: the case did not test start-up")
+			}
+			signalled := time.Now()
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			p.wait(t, 30*time.Second)
+			elapsed := time.Since(signalled)
+			t.Logf("SIGTERM %s after start: exit %d after %s; stderr:\n%s", signalled.Sub(p.started).Round(time.Millisecond), p.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), tail(p.stderr.String(), 4))
+			if elapsed > startupSignalBound {
+				t.Errorf("exit %s after SIGTERM, want within %s", elapsed, startupSignalBound)
+			}
+			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit status %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 20))
+			}
+			if strings.Contains(p.stdout.String(), "ready") {
+				t.Errorf("printed a ready line: %s", p.stdout.String())
+			}
+			problems, _ := classifyStderr(p.stderr.String())
+			for _, pr := range problems {
+				t.Error(pr)
+			}
+			requireUnlocked(t, filepath.Join(dir, "lock"))
+		})
+	}
+}
+
+// TestUnreachableEtcd: serve with a dead --etcd-servers fails within the
+// etcd connection bound, its last line naming the endpoints.
+func TestUnreachableEtcd(t *testing.T) {
+	t.Parallel()
+	const endpoint = "http://127.0.0.1:1"
+	p := startRaw(t, t.TempDir(), "--secure-port", "0", "--etcd-servers", endpoint)
+	p.wait(t, 90*time.Second)
+	msg := lastLine(p.stderr.String())
+	t.Logf("exit %d after %s: %s", p.cmd.ProcessState.ExitCode(), time.Since(p.started).Round(time.Millisecond), msg)
+	if p.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(msg, endpoint) {
+		t.Errorf("want a non-zero exit and a last line naming %s", endpoint)
+	}
+}
+
+// versionLine is `customapi version`'s output.
+var versionLine = regexp.MustCompile(`^customapi (\S+)(?: \(commit ([0-9a-f]+)(, modified)?\))?, Kubernetes API 1\.37 \(k8s\.io/apiserver v0\.37\.\d+\)$`)
+
+// TestVersion: `customapi version` and /version report customapi's version
+// and commit (when the binary has VCS information) with the Kubernetes API
+// version, /version's gitVersion a semantic version 1.37.x kubectl parses.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(customapiBinary, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(out))
+	m := versionLine.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("customapi version printed %q, want %s", line, versionLine)
+	}
+	t.Logf("customapi version: %s", line)
+	modVersion, commit := m[1], m[2]
+	if commit == "" {
+		t.Log("the binary has no VCS information (built with -buildvcs=false?): no commit to compare")
+	}
+
+	s := sharedServer(t)
+	client := httpClientFor(t, restConfigFrom(t, s.KubeconfigPath))
+	resp, err := client.Get(s.URL + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		t.Fatalf("/version: %v: %s", err, body)
+	}
+	t.Logf("/version: gitVersion %q gitCommit %q gitTreeState %q", info.GitVersion, info.GitCommit, info.GitTreeState)
+	v, err := utilversion.ParseSemantic(info.GitVersion)
+	if err != nil || v.Major() != 1 || v.Minor() != 37 {
+		t.Fatalf("gitVersion %q: %v, want a semantic version 1.37.x", info.GitVersion, err)
+	}
+	if want := "customapi." + strings.Trim(modVersion, "()"); v.BuildMetadata() != want {
+		t.Errorf("gitVersion %q: build metadata %q, want %q", info.GitVersion, v.BuildMetadata(), want)
+	}
+	if info.GitCommit != commit {
+		t.Errorf("gitCommit %q, customapi version's commit %q", info.GitCommit, commit)
+	}
+}
