@@ -59,7 +59,7 @@ func StartWithOptions(tb testing.TB, configure func(*server.Options), resources 
 	opts.EtcdUnsafeNoFsync = true
 	if servers := os.Getenv(EnvEtcdServers); servers != "" {
 		cfg, prefix := Etcd(tb)
-		opts.EtcdServers = cfg.Endpoints
+		opts.SetEtcd(cfg)
 		opts.EtcdPrefix = prefix
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

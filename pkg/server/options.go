@@ -162,6 +162,14 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
+// SetEtcd makes the server use the etcd of c (external, or another
+// process's embedded etcd): its endpoints for --etcd-servers and its TLS
+// files for --etcd-cafile, --etcd-certfile and --etcd-keyfile.
+func (o *Options) SetEtcd(c etcd.ClientConfig) {
+	o.EtcdServers = append([]string(nil), c.Endpoints...)
+	o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = c.CAFile, c.CertFile, c.KeyFile
+}
+
 func (o *Options) etcdClientConfig() etcd.ClientConfig {
 	return etcd.ClientConfig{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
 }

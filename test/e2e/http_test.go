@@ -131,7 +131,9 @@ func TestUnauthorized(t *testing.T) {
 	}{
 		{name: "no credentials", cfg: anonymous, path: "/apis/test/v1/namespaces/default/customs", wantCode: http.StatusUnauthorized},
 		{name: "no credentials, discovery", cfg: anonymous, path: "/apis", wantCode: http.StatusUnauthorized},
-		{name: "no credentials, readyz", cfg: anonymous, path: "/readyz", wantCode: http.StatusUnauthorized},
+		{name: "no credentials, openapi", cfg: anonymous, path: "/openapi/v2", wantCode: http.StatusUnauthorized},
+		{name: "no credentials, readyz (an anonymous probe path)", cfg: anonymous, path: "/readyz", wantCode: http.StatusOK},
+		{name: "wrong token, readyz", cfg: anonymous, authorization: "Bearer wrong", path: "/readyz", wantCode: http.StatusUnauthorized},
 		{name: "wrong token", cfg: anonymous, authorization: "Bearer wrong", path: "/apis/test/v1/namespaces/default/customs", wantCode: http.StatusUnauthorized},
 		{name: "empty bearer", cfg: anonymous, authorization: "Bearer ", path: "/apis/test/v1/namespaces/default/customs", wantCode: http.StatusUnauthorized},
 		{name: "admin token", cfg: admin, path: "/apis/test/v1/namespaces/default/customs", wantCode: http.StatusOK},
