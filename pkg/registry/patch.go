@@ -114,7 +114,10 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 			return obj, nil
 		}
 	default:
-		return nil, negotiation.NewUnsupportedMediaTypeError(patchTypes)
+		// The HTTP server's 415, as responsewriters.ErrorToAPIStatus renders
+		// the negotiation error.
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
+			Reason: metav1.StatusReasonUnsupportedMediaType, Message: negotiation.NewUnsupportedMediaTypeError(patchTypes).Error()}}
 	}
 	return s.patch(ctx, c, name, updater, mech, pt == types.ApplyYAMLPatchType, opts)
 }
