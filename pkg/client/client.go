@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/rest"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/customapi/customapi/pkg/registry"
 )
@@ -38,11 +39,34 @@ type ObjectList interface {
 type Client[T Object, L ObjectList] struct {
 	store     *registry.Store
 	namespace string
+	manager   string
 }
+
+// Option configures a Client (see New).
+type Option func(*options)
+
+type options struct {
+	manager string
+}
+
+// WithFieldManager sets the field manager the client's writes record in
+// managedFields when their options name none (as client-go's User-Agent
+// does over HTTP). The default is DefaultFieldManager. Apply always needs
+// an explicit ApplyOptions.FieldManager.
+func WithFieldManager(name string) Option {
+	return func(o *options) { o.manager = name }
+}
+
+// DefaultFieldManager is the field manager a Client records by default:
+// the program's name, what kube-apiserver records for a client-go client
+// with its default User-Agent (rest.DefaultKubernetesUserAgent, reduced by
+// registry.FieldManagerFromUserAgent), so a Go program appears as the same
+// manager through either door.
+var DefaultFieldManager = registry.FieldManagerFromUserAgent(restclient.DefaultKubernetesUserAgent())
 
 // New returns a client of the store's resource. It returns an error if the
 // resource's New and NewList do not return a T and an L.
-func New[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
+func New[T Object, L ObjectList](store *registry.Store, opts ...Option) (*Client[T, L], error) {
 	if store == nil || store.Main == nil {
 		return nil, fmt.Errorf("client: a registry store is required")
 	}
@@ -54,7 +78,11 @@ func New[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
 		var l L
 		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource.GroupResource(), store.Resource.NewList(), l)
 	}
-	return &Client[T, L]{store: store}, nil
+	o := options{manager: DefaultFieldManager}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Client[T, L]{store: store, manager: o.manager}, nil
 }
 
 // Namespace returns a client bound to namespace ns. For a namespaced
@@ -62,21 +90,25 @@ func New[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
 // accept and the other calls reject with BadRequest. For a cluster-scoped
 // resource the namespace must stay "".
 func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
-	return &Client[T, L]{store: c.store, namespace: ns}
+	return &Client[T, L]{store: c.store, namespace: ns, manager: c.manager}
 }
 
 // Create stores a new object and returns it as stored, with uid,
 // creationTimestamp, resourceVersion and generation set by the server. obj is
-// not modified. An empty metadata.namespace is taken from the client. Errors:
+// not modified. An empty metadata.namespace is taken from the client.
+// managedFields get an Update entry for opts.FieldManager or the client's
+// field manager (WithFieldManager), as over HTTP (registry.Store.Create);
+// an empty opts.FieldValidation means Strict, as kubectl sends. Errors:
 // AlreadyExists (409), Invalid (422) with field paths, BadRequest (400) for a
 // namespace mismatch, RequestEntityTooLarge (413) over etcd's limit.
 func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	var zero T
-	in, ctx, err := c.own(ctx, obj)
+	caller, err := c.caller(obj)
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.Create(ctx, in, rest.ValidateAllObjectFunc, &opts)
+	opts.FieldValidation = strictByDefault(opts.FieldValidation)
+	out, err := c.store.Create(ctx, caller, obj, opts)
 	if err != nil {
 		return zero, err
 	}
@@ -147,29 +179,27 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 // the status in obj is ignored. An update that changes nothing writes
 // nothing and keeps the resourceVersion. Errors: Conflict (409) for a stale
 // resourceVersion, Invalid (422) for a missing one or invalid fields,
-// NotFound (404).
+// NotFound (404). managedFields are updated for opts.FieldManager or the
+// client's field manager, as over HTTP (registry.Store.Update).
 func (c *Client[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
-	return c.update(ctx, c.store.Main, obj, opts)
+	return c.update(ctx, "", obj, opts)
 }
 
 // UpdateStatus replaces only the status of the object, through the status
 // subresource; everything else in obj is ignored. Errors as Update, and
 // NotFound (404) when the resource has no status subresource.
 func (c *Client[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
-	if c.store.Status == nil {
-		var zero T
-		return zero, apierrors.NewNotFound(c.store.Resource.GroupResource(), obj.GetName()+"/status")
-	}
-	return c.update(ctx, c.store.Status, obj, opts)
+	return c.update(ctx, "status", obj, opts)
 }
 
-func (c *Client[T, L]) update(ctx context.Context, store rest.Updater, obj T, opts metav1.UpdateOptions) (T, error) {
+func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav1.UpdateOptions) (T, error) {
 	var zero T
-	in, ctx, err := c.own(ctx, obj)
+	caller, err := c.caller(obj)
 	if err != nil {
 		return zero, err
 	}
-	out, _, err := store.Update(ctx, in.GetName(), rest.DefaultUpdatedObjectInfo(in), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &opts)
+	opts.FieldValidation = strictByDefault(opts.FieldValidation)
+	out, err := c.store.Update(ctx, caller, obj, opts, sub)
 	if err != nil {
 		return zero, err
 	}
@@ -204,15 +234,26 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	return err
 }
 
-// own returns a copy of obj for the registry to modify, in the client's
-// namespace when obj names none, and the request context for it.
-func (c *Client[T, L]) own(ctx context.Context, obj T) (T, context.Context, error) {
-	in := obj.DeepCopyObject().(T)
-	if in.GetNamespace() == "" && c.namespaced() {
-		in.SetNamespace(c.namespace)
+// caller returns the request a write of obj makes: in obj's namespace, or
+// the client's when obj names none, with the client's field manager.
+func (c *Client[T, L]) caller(obj metav1.Object) (registry.Caller, error) {
+	ns := obj.GetNamespace()
+	if ns == "" && c.namespaced() {
+		ns = c.namespace
 	}
-	ctx, err := c.context(ctx, in.GetNamespace(), true)
-	return in, ctx, err
+	if _, err := c.context(context.Background(), ns, true); err != nil {
+		return registry.Caller{}, err
+	}
+	return registry.Caller{Namespace: ns, DefaultManager: c.manager}, nil
+}
+
+// strictByDefault is the client's field validation directive: "" means
+// Strict, as kubectl sends (the server's default is Warn).
+func strictByDefault(directive string) string {
+	if directive == "" {
+		return metav1.FieldValidationStrict
+	}
+	return directive
 }
 
 func (c *Client[T, L]) namespaced() bool { return !c.store.Resource.ClusterScoped }

@@ -2,105 +2,104 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/customapi/customapi/pkg/registry"
 )
 
-// Patch applies a JSON merge patch (types.MergePatchType, RFC 7386) or a
-// JSON patch (types.JSONPatchType, RFC 6902) to the stored object and stores
-// the result, retrying on conflicting writes as kube-apiserver's patch
-// handler does. With subresource "status" only the status is patched. A
-// patch that sets metadata.resourceVersion only applies to that version.
-// Errors: NotFound (404), BadRequest (400) for a malformed patch or one that
-// changes name, namespace, kind or apiVersion, UnsupportedMediaType (415)
-// for other patch types (strategic merge patch is for built-in Kubernetes
-// types; server-side apply is served by the HTTP server), Invalid (422),
-// Conflict (409), RequestEntityTooLarge (413).
+// Patch patches the object, or with subresource "status" its status, as
+// kube-apiserver's patch handler does (registry.Store.Patch): JSON patch
+// (types.JSONPatchType), merge patch (types.MergePatchType), strategic
+// merge patch (types.StrategicMergePatchType, with the Go type's
+// patchStrategy/patchMergeKey tags as schema) and server-side apply
+// (types.ApplyYAMLPatchType, a YAML or JSON manifest; opts.FieldManager
+// required), retrying on conflicting writes. A patch that sets
+// metadata.resourceVersion only applies to that version. managedFields are
+// updated for opts.FieldManager or the client's field manager. An empty
+// opts.FieldValidation means Strict: an unknown field is Invalid (422);
+// with Warn it becomes a warning on ctx's recorder
+// (k8s.io/apiserver/pkg/warning.WithWarningRecorder), with Ignore it is
+// dropped. Errors: NotFound (404), BadRequest (400) for a malformed patch
+// or one that changes the name or namespace, UnsupportedMediaType (415) for
+// other patch types, Invalid (422), Conflict (409, for apply with a cause
+// per conflicting field naming its manager), RequestEntityTooLarge (413).
 func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	var zero T
-	store := rest.Updater(c.store.Main)
-	switch {
-	case len(subresources) == 0:
-	case len(subresources) == 1 && subresources[0] == "status" && c.store.Status != nil:
-		store = c.store.Status
-	default:
-		return zero, apierrors.NewNotFound(c.store.Resource.GroupResource(), fmt.Sprintf("%s/%v", name, subresources))
-	}
-	apply, err := patchFunc(pt, data)
+	sub, caller, err := c.patchTarget(name, "", subresources)
 	if err != nil {
 		return zero, err
 	}
-	ctx, err = c.context(ctx, c.namespace, true)
-	if err != nil {
-		return zero, err
-	}
-	transform := func(_ context.Context, newObj, oldObj runtime.Object) (runtime.Object, error) {
-		return c.applyPatch(apply, oldObj, name)
-	}
-	updateOpts := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, _, err := store.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, updateOpts)
+	opts.FieldValidation = strictByDefault(opts.FieldValidation)
+	out, err := c.store.Patch(ctx, caller, name, pt, data, opts, sub)
 	if err != nil {
 		return zero, err
 	}
 	return out.(T), nil
 }
 
-// patchFunc parses the patch once and returns the function that applies it
-// to a JSON document.
-func patchFunc(pt types.PatchType, data []byte) (func([]byte) ([]byte, error), error) {
-	switch pt {
-	case types.MergePatchType:
-		if !json.Valid(data) {
-			return nil, apierrors.NewBadRequest("the merge patch is not valid JSON")
-		}
-		return func(doc []byte) ([]byte, error) { return jsonpatch.MergePatch(doc, data) }, nil
-	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(data)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the JSON patch is invalid: %v", err))
-		}
-		return p.Apply, nil
-	default:
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType, Message: fmt.Sprintf("patch type %q is not supported by the in-process client; use %q or %q", pt, types.MergePatchType, types.JSONPatchType)}}
-	}
+// Apply is server-side apply of obj, an apply configuration of the
+// resource (apiVersion, kind, metadata.name, and only the fields the
+// manager owns), for opts.FieldManager (required): the same as a
+// types.ApplyYAMLPatchType Patch of obj's manifest, or kubectl apply
+// --server-side. The object is created if missing. A field another manager
+// owns with a different value is a 409 Conflict naming that manager, unless
+// opts.Force. An empty metadata.namespace is the client's; obj is not
+// modified. Typed apply configurations are not offered yet; obj is
+// unstructured (runtime.DefaultUnstructuredConverter.ToUnstructured turns
+// a typed object into one, but every set field is then applied).
+func (c *Client[T, L]) Apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (T, error) {
+	return c.apply(ctx, obj, opts, "")
 }
 
-// applyPatch returns a new object: the stored one with the patch applied.
-func (c *Client[T, L]) applyPatch(apply func([]byte) ([]byte, error), stored runtime.Object, name string) (runtime.Object, error) {
-	cur, ok := stored.(T)
-	if !ok {
-		return nil, apierrors.NewInternalError(fmt.Errorf("stored object is %T", stored))
+// ApplyStatus is Apply through the status subresource: only the status in
+// obj is applied. NotFound (404) when the resource has none.
+func (c *Client[T, L]) ApplyStatus(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions) (T, error) {
+	return c.apply(ctx, obj, opts, "status")
+}
+
+func (c *Client[T, L]) apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions, sub string) (T, error) {
+	var zero T
+	if obj == nil {
+		return zero, apierrors.NewBadRequest("an apply configuration is required")
 	}
-	gvk := c.store.Resource.GroupVersionKind
-	orig := cur.DeepCopyObject().(T)
-	orig.GetObjectKind().SetGroupVersionKind(gvk)
-	doc, err := json.Marshal(orig)
+	var subs []string
+	if sub != "" {
+		subs = []string{sub}
+	}
+	sub, caller, err := c.patchTarget(obj.GetName(), obj.GetNamespace(), subs)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return zero, err
 	}
-	patched, err := apply(doc)
+	po := opts.ToPatchOptions()
+	po.FieldValidation = strictByDefault(po.FieldValidation)
+	out, err := c.store.Apply(ctx, caller, obj, po, sub)
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied: %v", err))
+		return zero, err
 	}
-	out := c.store.Resource.New().(T)
-	if err := json.Unmarshal(patched, out); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is not a valid %s: %v", gvk.Kind, err))
-	}
+	return out.(T), nil
+}
+
+// patchTarget returns the subresource of a patch ("" or "status") and the
+// request in namespace ns (the client's when empty).
+func (c *Client[T, L]) patchTarget(name, ns string, subresources []string) (string, registry.Caller, error) {
+	sub := ""
 	switch {
-	case out.GetObjectKind().GroupVersionKind() != gvk:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("a patch may not change apiVersion or kind (now %s)", out.GetObjectKind().GroupVersionKind()))
-	case out.GetName() != name:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the request (%s)", out.GetName(), name))
-	case out.GetNamespace() != cur.GetNamespace():
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("a patch may not change the namespace of the object (%s)", out.GetNamespace()))
+	case len(subresources) == 0:
+	case len(subresources) == 1 && subresources[0] == "status" && c.store.Status != nil:
+		sub = "status"
+	default:
+		return "", registry.Caller{}, apierrors.NewNotFound(c.store.Resource.GroupResource(), fmt.Sprintf("%s/%v", name, subresources))
 	}
-	return out, nil
+	if ns == "" {
+		ns = c.namespace
+	}
+	if _, err := c.context(context.Background(), ns, true); err != nil {
+		return "", registry.Caller{}, err
+	}
+	return sub, registry.Caller{Namespace: ns, DefaultManager: c.manager}, nil
 }

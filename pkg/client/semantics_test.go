@@ -447,7 +447,8 @@ func TestBadInput(t *testing.T) {
 		{"json patch test fails", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.JSONPatchType, []byte(`[{"op":"test","path":"/spec/message","value":"other"}]`), metav1.PatchOptions{})
 			return err
-		}, metav1.StatusReasonBadRequest, ""},
+		}, metav1.StatusReasonInvalid, ""}, // 422, as kube-apiserver answers a failed JSON patch
+
 		{"patch changes name", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"metadata":{"name":"c9"}}`), metav1.PatchOptions{})
 			return err
@@ -455,13 +456,14 @@ func TestBadInput(t *testing.T) {
 		{"patch with wrong type", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"replicas":"three"}}`), metav1.PatchOptions{})
 			return err
-		}, metav1.StatusReasonBadRequest, ""},
+		}, metav1.StatusReasonInvalid, "patch"}, // 422 Invalid(patch), as kube-apiserver
+
 		{"patch makes it invalid", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"replicas":-5}}`), metav1.PatchOptions{})
 			return err
 		}, metav1.StatusReasonInvalid, "spec.replicas"},
-		{"strategic merge patch", func() error {
-			_, err := e.c.Patch(ctx, "c1", types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{})
+		{"unsupported patch type", func() error {
+			_, err := e.c.Patch(ctx, "c1", types.PatchType("application/x-unknown"), []byte(`{}`), metav1.PatchOptions{})
 			return err
 		}, metav1.StatusReasonUnsupportedMediaType, ""},
 		{"stale resourceVersion in patch", func() error {

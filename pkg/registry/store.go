@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -29,13 +30,35 @@ type Store struct {
 	// Status serves the status subresource (get, update, patch); nil when
 	// the resource has none.
 	Status *genericregistry.Store
+
+	// writes is the in-process request layer (request.go): field managers
+	// and codecs.
+	writes *writeLayer
 }
 
 // New builds the store of res. scheme must know res (see resource.NewScheme)
 // and optsGetter is usually storage.Config.RESTOptionsGetter. It returns an
 // error for an invalid declaration or printer column, or when the storage
-// cannot be created. The caller calls Destroy when done.
+// cannot be created. The caller calls Destroy when done. New builds a
+// server-side apply schema for res alone; a caller with several resources
+// of one scheme builds one with newTypeConverter and calls newStore.
 func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter) (*Store, error) {
+	if err := res.CheckDeclaration(); err != nil {
+		return nil, err
+	}
+	if !scheme.Recognizes(res.GroupVersionKind) {
+		return nil, fmt.Errorf("registry: the scheme does not know %s; build it with resource.NewScheme", res.GroupVersionKind)
+	}
+	tc, err := newTypeConverter(scheme, []resource.Resource{res})
+	if err != nil {
+		return nil, err
+	}
+	return newStore(scheme, res, optsGetter, tc)
+}
+
+// newStore is New with the server-side apply schema tc of the scheme's
+// resources (newTypeConverter).
+func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter, tc managedfields.TypeConverter) (*Store, error) {
 	if err := res.CheckDeclaration(); err != nil {
 		return nil, err
 	}
@@ -75,6 +98,12 @@ func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTO
 		status.DeleteStrategy = nil
 		out.Status = &status
 	}
+	w, err := newWriteLayer(scheme, tc, out)
+	if err != nil {
+		out.Destroy()
+		return nil, err
+	}
+	out.writes = w
 	return out, nil
 }
 

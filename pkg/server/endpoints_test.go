@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -432,7 +433,7 @@ func TestWatchBookmarks(t *testing.T) {
 			t.Fatalf("event %s %s, want BOOKMARK", ev.Type, abbreviate(ev.Object))
 		}
 		bm := ev.custom(t)
-		if rvNumber(t, bm.ResourceVersion) < rvNumber(t, created.ResourceVersion) || bm.Name != "" || bm.Spec != (testv1.CustomSpec{}) {
+		if rvNumber(t, bm.ResourceVersion) < rvNumber(t, created.ResourceVersion) || bm.Name != "" || !reflect.DeepEqual(bm.Spec, testv1.CustomSpec{}) {
 			t.Fatalf("bookmark %+v, want only a resourceVersion >= %s", bm, created.ResourceVersion)
 		}
 		w.requireEndAfterBookmarks(t)

@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1.SampleSpec{}.OpenAPIModelName():                    schema_pkg_apis_bench_v1_SampleSpec(ref),
 		testv1.Custom{}.OpenAPIModelName():                    schema_pkg_apis_test_v1_Custom(ref),
 		testv1.CustomList{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomList(ref),
+		testv1.CustomPort{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomPort(ref),
 		testv1.CustomSpec{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomSpec(ref),
 		testv1.CustomStatus{}.OpenAPIModelName():              schema_pkg_apis_test_v1_CustomStatus(ref),
 		metav1.APIGroup{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -337,6 +338,35 @@ func schema_pkg_apis_test_v1_CustomList(ref common.ReferenceCallback) common.Ope
 	}
 }
 
+func schema_pkg_apis_test_v1_CustomPort(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CustomPort is one named port of a CustomSpec.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name identifies the port within the list.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the port number.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_test_v1_CustomSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -358,9 +388,34 @@ func schema_pkg_apis_test_v1_CustomSpec(ref common.ReferenceCallback) common.Ope
 							Format:      "int32",
 						},
 					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "name",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Ports are named ports, merged by name by a strategic merge patch and owned per entry by server-side apply.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(testv1.CustomPort{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			testv1.CustomPort{}.OpenAPIModelName()},
 	}
 }
 

@@ -32,6 +32,23 @@ type CustomSpec struct {
 	// Replicas is a desired count; it must not be negative.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+	// Ports are named ports, merged by name by a strategic merge patch and
+	// owned per entry by server-side apply.
+	// +optional
+	// +patchStrategy=merge
+	// +patchMergeKey=name
+	// +listType=map
+	// +listMapKey=name
+	Ports []CustomPort `json:"ports,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+}
+
+// CustomPort is one named port of a CustomSpec.
+type CustomPort struct {
+	// Name identifies the port within the list.
+	Name string `json:"name"`
+	// Port is the port number.
+	// +optional
+	Port int32 `json:"port,omitempty"`
 }
 
 // CustomStatus is the observed state of a Custom.

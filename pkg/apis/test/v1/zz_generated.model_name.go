@@ -32,6 +32,11 @@ func (in CustomList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in CustomPort) OpenAPIModelName() string {
+	return "com.github.customapi.customapi.pkg.apis.test.v1.CustomPort"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in CustomSpec) OpenAPIModelName() string {
 	return "com.github.customapi.customapi.pkg.apis.test.v1.CustomSpec"
 }
