@@ -196,3 +196,18 @@ func namespace(t *testing.T) string {
 	}
 	return "t-" + hex.EncodeToString(b)
 }
+
+// listOnce is List without client-go's retries. Over HTTP, client-go
+// retries a 5xx answer carrying Retry-After up to 10 times; a 504 for a
+// resourceVersion in the future carries Retry-After: 1 and takes the watch
+// cache 3 s each time, so a single List would take about 40 s. In process
+// there is nothing to retry and it is List.
+func listOnce(ctx context.Context, c customsClient, ns string, opts metav1.ListOptions) error {
+	rc, ok := c.(interface{ GetClient() rest.Interface })
+	if !ok {
+		_, err := c.List(ctx, opts)
+		return err
+	}
+	return rc.GetClient().Get().Namespace(ns).Resource(install.Customs.Plural).
+		VersionedParams(&opts, metav1.ParameterCodec).MaxRetries(0).Do(ctx).Error()
+}
