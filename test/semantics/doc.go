@@ -1,0 +1,25 @@
+// Package semantics holds one scenario suite of customapi's API semantics,
+// written once and run through both doors a user has to the same store:
+// the in-process typed client (pkg/client, on the server's own registry
+// store and watch cache) and client-go's typed REST client over HTTPS.
+// Every case runs four times, as subtests named
+//
+//	inprocess/cache=on  http/cache=on  inprocess/cache=off  http/cache=off
+//
+// (watch cache on and off). Where the doors must differ (an HTTP-only limit,
+// or a feature the in-process door does not have yet) the case says so and
+// skips or asserts per door. The package also runs the REST conformance
+// tester of k8s.io/apiserver (rest/resttest, through
+// registry/generic/testing) against a registry store.
+//
+// The package holds only tests:
+//
+//	go test ./test/semantics -count=1 -v
+//	go test ./test/semantics -run 'TestUpdate/http/cache=off'
+//
+// The cases S1-S8 of the storage-semantics case list map to tests as
+// follows: S1 TestCreateRejectsResourceVersion, S2 TestUpdateStaleMissingNoop,
+// S3 TestDeletePreconditions, S4 TestCompactedAndImpossibleResourceVersions,
+// S5 TestInvalidNames, S6 TestFinalizersAndGracefulDeletion,
+// S7 TestServerSetMetadataWins, S8 TestObjectsOverEtcdLimit.
+package semantics
