@@ -6,8 +6,8 @@
 //
 //	inprocess/cache=on  http/cache=on  inprocess/cache=off  http/cache=off
 //
-// (watch cache on and off). Where the doors must differ (an HTTP-only limit,
-// or a feature the in-process door does not have yet) the case says so and
+// (watch cache on and off). Where the doors must differ (an HTTP-only limit
+// such as warning headers) the case says so and
 // skips or asserts per door. The package also runs the REST conformance
 // tester of k8s.io/apiserver (rest/resttest, through
 // registry/generic/testing) against a registry store.

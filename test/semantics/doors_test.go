@@ -61,15 +61,6 @@ type door struct {
 // http reports whether the door is the HTTP one.
 func (d door) http() bool { return !d.inProcess }
 
-// skipInProcess skips the rest of a case through the in-process door, with
-// the reason; it is for behaviour the in-process door does not have yet.
-func (d door) skipInProcess(t *testing.T, reason string) {
-	t.Helper()
-	if d.inProcess {
-		t.Skip("in-process door: " + reason)
-	}
-}
-
 // httpWithWarnings returns an HTTP client of customs in ns whose server
 // warnings are collected into the returned recorder.
 func (d door) httpWithWarnings(t *testing.T, ns string) (customsClient, *warnings) {

@@ -334,7 +334,6 @@ func TestServerSetMetadataWins(t *testing.T) {
 // kube-apiserver's handlers/patch.go), so a made-up one is Conflict.
 func TestServerSetMetadataWinsOnApply(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
-		d.skipInProcess(t, "server-side apply (types.ApplyYAMLPatchType) is 415 until pkg/client gains Apply")
 		c := d.customs(namespace(t))
 		since := time.Now().Add(-time.Second).Truncate(time.Second)
 		for _, tc := range []struct{ name, uid string }{{"c2", ""}, {"c3", "made-up"}} {

@@ -18,16 +18,6 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 )
 
-const (
-	reasonSkipSMP   = "strategic merge patch is 415 until pkg/client gains the HTTP handlers' patch semantics"
-	reasonSkipApply = "server-side apply (types.ApplyYAMLPatchType) is 415 until pkg/client gains Apply"
-	reasonSkipFV    = "fieldValidation is ignored in process until pkg/client honours it (unknown fields are dropped)"
-	// kube-apiserver's patch handler reports a patch that fails to apply
-	// or to decode as 422 Invalid (field "patch"); pkg/client/patch.go
-	// answers 400 BadRequest.
-	reasonSkipPatchErr = "a patch that fails to apply or decode is 400 in process, 422 Invalid over HTTP, until pkg/client uses the handlers' patch semantics"
-)
-
 // JSON patch, merge patch, strategic merge patch and server-side apply on
 // the main resource and the status subresource.
 func TestPatchTypes(t *testing.T) {
@@ -66,7 +56,6 @@ func TestPatchTypes(t *testing.T) {
 			}
 		})
 		t.Run("strategic merge patch merges finalizers", func(t *testing.T) {
-			d.skipInProcess(t, reasonSkipSMP)
 			// metadata.finalizers has patchStrategy merge: the patch adds
 			// to the list instead of replacing it.
 			got, err := c.Patch(ctx, "p1", types.StrategicMergePatchType, []byte(`{"metadata":{"finalizers":["example.com/b"]},"spec":{"replicas":5}}`), metav1.PatchOptions{})
@@ -78,7 +67,6 @@ func TestPatchTypes(t *testing.T) {
 			}
 		})
 		t.Run("server-side apply", func(t *testing.T) {
-			d.skipInProcess(t, reasonSkipApply)
 			manifest := "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: p2\nspec:\n  message: applied\n  replicas: 2\n"
 			got, err := c.Patch(ctx, "p2", types.ApplyYAMLPatchType, []byte(manifest), metav1.PatchOptions{FieldManager: "applier"})
 			if err != nil {
@@ -106,7 +94,6 @@ func TestPatchTypes(t *testing.T) {
 // handlers do.
 func TestWritesRecordManagedFields(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
-		d.skipInProcess(t, "in-process writes do not record managedFields until pkg/client uses the field manager")
 		c := d.customs(namespace(t))
 		ctx := t.Context()
 		created, err := c.Create(ctx, custom("m1"), metav1.CreateOptions{FieldManager: "writer"})
@@ -135,7 +122,6 @@ func TestWritesRecordManagedFields(t *testing.T) {
 // channel today, so that part is HTTP-only.
 func TestFieldValidation(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
-		d.skipInProcess(t, reasonSkipFV)
 		ns := namespace(t)
 		c, warned := d.httpWithWarnings(t, ns)
 		ctx := t.Context()
@@ -212,7 +198,6 @@ func TestDryRun(t *testing.T) {
 			requireUnchanged(t, c, before)
 		})
 		t.Run("server-side apply", func(t *testing.T) {
-			d.skipInProcess(t, reasonSkipApply)
 			_, err := c.Patch(ctx, "dry2", types.ApplyYAMLPatchType, []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: dry2\n"),
 				metav1.PatchOptions{DryRun: dry, FieldManager: "x"})
 			if err != nil {
@@ -233,7 +218,6 @@ func TestDryRun(t *testing.T) {
 			requireUnchanged(t, c, before)
 		})
 		t.Run("unknown dryRun value", func(t *testing.T) {
-			d.skipInProcess(t, "pkg/client does not validate dryRun values (an unknown one is accepted as a real write)")
 			_, err := c.Create(ctx, custom("x1"), metav1.CreateOptions{DryRun: []string{"Bogus"}})
 			requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "dryRun")
 			requireUnchanged(t, c, before)
@@ -288,52 +272,48 @@ func TestBadInput(t *testing.T) {
 			call   func() error
 			reason metav1.StatusReason
 			field  string
-			skip   string // why the in-process door cannot do this yet
 		}{
-			{"already exists", createErr(custom("c1")), metav1.StatusReasonAlreadyExists, "", ""},
-			{"resource validation", createErr(with(func(o *testv1.Custom) { o.Spec.Replicas = -1 })), metav1.StatusReasonInvalid, "spec.replicas", ""},
-			{"label key", createErr(with(func(o *testv1.Custom) { o.Labels = map[string]string{"bad key!": "v"} })), metav1.StatusReasonInvalid, "metadata.labels", ""},
-			{"annotation key", createErr(with(func(o *testv1.Custom) { o.Annotations = map[string]string{"/x": "v"} })), metav1.StatusReasonInvalid, "metadata.annotations", ""},
-			{"finalizer", createErr(with(func(o *testv1.Custom) { o.Finalizers = []string{"no/slash/allowed"} })), metav1.StatusReasonInvalid, "metadata.finalizers", ""},
-			{"namespace mismatch", createErr(with(func(o *testv1.Custom) { o.Namespace = namespace(t) })), metav1.StatusReasonBadRequest, "", ""},
-			{"get missing", func() error { _, err := c.Get(ctx, "nope", metav1.GetOptions{}); return err }, metav1.StatusReasonNotFound, "", ""},
+			{"already exists", createErr(custom("c1")), metav1.StatusReasonAlreadyExists, ""},
+			{"resource validation", createErr(with(func(o *testv1.Custom) { o.Spec.Replicas = -1 })), metav1.StatusReasonInvalid, "spec.replicas"},
+			{"label key", createErr(with(func(o *testv1.Custom) { o.Labels = map[string]string{"bad key!": "v"} })), metav1.StatusReasonInvalid, "metadata.labels"},
+			{"annotation key", createErr(with(func(o *testv1.Custom) { o.Annotations = map[string]string{"/x": "v"} })), metav1.StatusReasonInvalid, "metadata.annotations"},
+			{"finalizer", createErr(with(func(o *testv1.Custom) { o.Finalizers = []string{"no/slash/allowed"} })), metav1.StatusReasonInvalid, "metadata.finalizers"},
+			{"namespace mismatch", createErr(with(func(o *testv1.Custom) { o.Namespace = namespace(t) })), metav1.StatusReasonBadRequest, ""},
+			{"get missing", func() error { _, err := c.Get(ctx, "nope", metav1.GetOptions{}); return err }, metav1.StatusReasonNotFound, ""},
 			{"update missing", func() error {
 				o := custom("nope")
 				o.ResourceVersion = "1"
 				_, err := c.Update(ctx, o, metav1.UpdateOptions{})
 				return err
-			}, metav1.StatusReasonNotFound, "", ""},
-			{"delete missing", func() error { return c.Delete(ctx, "nope", metav1.DeleteOptions{}) }, metav1.StatusReasonNotFound, "", ""},
+			}, metav1.StatusReasonNotFound, ""},
+			{"delete missing", func() error { return c.Delete(ctx, "nope", metav1.DeleteOptions{}) }, metav1.StatusReasonNotFound, ""},
 			{"patch missing", func() error {
 				_, err := c.Patch(ctx, "nope", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
 				return err
-			}, metav1.StatusReasonNotFound, "", ""},
-			{"label selector", func() error { _, err := c.List(ctx, metav1.ListOptions{LabelSelector: "a in (b"}); return err }, metav1.StatusReasonBadRequest, "", ""},
-			{"field selector syntax", func() error { _, err := c.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name"}); return err }, metav1.StatusReasonBadRequest, "", ""},
-			{"field selector field", func() error { _, err := c.List(ctx, metav1.ListOptions{FieldSelector: "spec.nope=x"}); return err }, metav1.StatusReasonBadRequest, "", ""},
+			}, metav1.StatusReasonNotFound, ""},
+			{"label selector", func() error { _, err := c.List(ctx, metav1.ListOptions{LabelSelector: "a in (b"}); return err }, metav1.StatusReasonBadRequest, ""},
+			{"field selector syntax", func() error { _, err := c.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name"}); return err }, metav1.StatusReasonBadRequest, ""},
+			{"field selector field", func() error { _, err := c.List(ctx, metav1.ListOptions{FieldSelector: "spec.nope=x"}); return err }, metav1.StatusReasonBadRequest, ""},
 			{"resourceVersionMatch without resourceVersion", func() error {
 				_, err := c.List(ctx, metav1.ListOptions{ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 				return err
-			}, metav1.StatusReasonInvalid, "", ""},
+			}, metav1.StatusReasonInvalid, ""},
 			{"unknown propagationPolicy", func() error {
 				p := metav1.DeletionPropagation("Bogus")
 				return c.Delete(ctx, "c1", metav1.DeleteOptions{PropagationPolicy: &p})
-			}, metav1.StatusReasonInvalid, "propagationPolicy", ""},
-			{"malformed merge patch", patchErr(types.MergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, "", ""},
-			{"malformed json patch", patchErr(types.JSONPatchType, `{"op":"add"}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, "", ""},
-			{"json patch test fails", patchErr(types.JSONPatchType, `[{"op":"test","path":"/spec/message","value":"other"}]`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "", reasonSkipPatchErr},
-			{"patch changes name", patchErr(types.MergePatchType, `{"metadata":{"name":"c9"}}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, "", ""},
-			{"patch with a value of the wrong type", patchErr(types.MergePatchType, `{"spec":{"replicas":"three"}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "patch", reasonSkipPatchErr},
-			{"patch makes it invalid", patchErr(types.MergePatchType, `{"spec":{"replicas":-5}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "spec.replicas", ""},
-			{"stale resourceVersion in a patch", patchErr(types.MergePatchType, `{"metadata":{"resourceVersion":"1"},"spec":{"message":"p"}}`, metav1.PatchOptions{}), metav1.StatusReasonConflict, "", ""},
-			{"malformed strategic merge patch", patchErr(types.StrategicMergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, "", reasonSkipSMP},
-			{"server-side apply without fieldManager", patchErr(types.ApplyYAMLPatchType, "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\n", metav1.PatchOptions{}), metav1.StatusReasonInvalid, "fieldManager", reasonSkipApply},
-			{"malformed apply YAML", patchErr(types.ApplyYAMLPatchType, "metadata: [\n", metav1.PatchOptions{FieldManager: "x"}), metav1.StatusReasonBadRequest, "", reasonSkipApply},
+			}, metav1.StatusReasonInvalid, "propagationPolicy"},
+			{"malformed merge patch", patchErr(types.MergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
+			{"malformed json patch", patchErr(types.JSONPatchType, `{"op":"add"}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
+			{"json patch test fails", patchErr(types.JSONPatchType, `[{"op":"test","path":"/spec/message","value":"other"}]`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, ""},
+			{"patch changes name", patchErr(types.MergePatchType, `{"metadata":{"name":"c9"}}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
+			{"patch with a value of the wrong type", patchErr(types.MergePatchType, `{"spec":{"replicas":"three"}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "patch"},
+			{"patch makes it invalid", patchErr(types.MergePatchType, `{"spec":{"replicas":-5}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "spec.replicas"},
+			{"stale resourceVersion in a patch", patchErr(types.MergePatchType, `{"metadata":{"resourceVersion":"1"},"spec":{"message":"p"}}`, metav1.PatchOptions{}), metav1.StatusReasonConflict, ""},
+			{"malformed strategic merge patch", patchErr(types.StrategicMergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
+			{"server-side apply without fieldManager", patchErr(types.ApplyYAMLPatchType, "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\n", metav1.PatchOptions{}), metav1.StatusReasonInvalid, "fieldManager"},
+			{"malformed apply YAML", patchErr(types.ApplyYAMLPatchType, "metadata: [\n", metav1.PatchOptions{FieldManager: "x"}), metav1.StatusReasonBadRequest, ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				if tc.skip != "" {
-					d.skipInProcess(t, tc.skip)
-				}
 				se := requireReason(t, tc.call(), tc.reason)
 				if tc.field != "" {
 					requireCause(t, se, tc.field)
