@@ -3,10 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,19 +38,16 @@ type Client[T Object, L ObjectList] struct {
 	namespace string
 }
 
-// New returns a client of the store's resource. It returns an error if the
-// resource's New and NewList do not return a T and an L.
-func New[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
-	if store == nil || store.Main == nil {
-		return nil, fmt.Errorf("client: a registry store is required")
-	}
-	if _, ok := store.Resource.New().(T); !ok {
+// newClient returns a client of the store's resource. It returns an error
+// if the resource's New and NewList do not return a T and an L.
+func newClient[T Object, L ObjectList](store *registry.Store) (*Client[T, L], error) {
+	if _, ok := store.Resource().New().(T); !ok {
 		var t T
-		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource.GroupResource(), store.Resource.New(), t)
+		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource().GroupResource(), store.Resource().New(), t)
 	}
-	if _, ok := store.Resource.NewList().(L); !ok {
+	if _, ok := store.Resource().NewList().(L); !ok {
 		var l L
-		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource.GroupResource(), store.Resource.NewList(), l)
+		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource().GroupResource(), store.Resource().NewList(), l)
 	}
 	return &Client[T, L]{store: store}, nil
 }
@@ -76,7 +71,7 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.Create(ctx, in, rest.ValidateAllObjectFunc, &opts)
+	out, err := c.store.REST().Create(ctx, in, rest.ValidateAllObjectFunc, &opts)
 	if err != nil {
 		return zero, err
 	}
@@ -90,7 +85,7 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.Get(ctx, name, &opts)
+	out, err := c.store.REST().Get(ctx, name, &opts)
 	if err != nil {
 		return zero, err
 	}
@@ -112,7 +107,7 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.List(ctx, internal)
+	out, err := c.store.REST().List(ctx, internal)
 	if err != nil {
 		return zero, err
 	}
@@ -135,7 +130,7 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.store.Main.Watch(ctx, internal)
+	w, err := c.store.REST().Watch(ctx, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -149,18 +144,18 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 // resourceVersion, Invalid (422) for a missing one or invalid fields,
 // NotFound (404).
 func (c *Client[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
-	return c.update(ctx, c.store.Main, obj, opts)
+	return c.update(ctx, c.store.REST(), obj, opts)
 }
 
 // UpdateStatus replaces only the status of the object, through the status
 // subresource; everything else in obj is ignored. Errors as Update, and
 // NotFound (404) when the resource has no status subresource.
 func (c *Client[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
-	if c.store.Status == nil {
+	if c.store.StatusREST() == nil {
 		var zero T
-		return zero, apierrors.NewNotFound(c.store.Resource.GroupResource(), obj.GetName()+"/status")
+		return zero, apierrors.NewNotFound(c.store.Resource().GroupResource(), obj.GetName()+"/status")
 	}
-	return c.update(ctx, c.store.Status, obj, opts)
+	return c.update(ctx, c.store.StatusREST(), obj, opts)
 }
 
 func (c *Client[T, L]) update(ctx context.Context, store rest.Updater, obj T, opts metav1.UpdateOptions) (T, error) {
@@ -185,7 +180,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	if err != nil {
 		return err
 	}
-	_, _, err = c.store.Main.Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	_, _, err = c.store.REST().Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
 	return err
 }
 
@@ -200,7 +195,7 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	_, err = c.store.Main.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	_, err = c.store.REST().DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
 	return err
 }
 
@@ -215,18 +210,17 @@ func (c *Client[T, L]) own(ctx context.Context, obj T) (T, context.Context, erro
 	return in, ctx, err
 }
 
-func (c *Client[T, L]) namespaced() bool { return !c.store.Resource.ClusterScoped }
+func (c *Client[T, L]) namespaced() bool { return !c.store.Resource().ClusterScoped }
 
 // context returns ctx carrying the request namespace the generic registry
-// reads, after checking the namespace fits the resource's scope.
+// reads, after checking the namespace fits the resource's scope. Whether
+// the namespace is a valid name is the registry's rule (for both doors).
 func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (context.Context, error) {
 	switch {
 	case !c.namespaced() && ns != "":
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource.GroupResource(), ns))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource().GroupResource(), ns))
 	case c.namespaced() && single && ns == "":
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource.GroupResource()))
-	case c.namespaced() && ns != "" && len(apimachineryvalidation.ValidateNamespaceName(ns, false)) != 0:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(apimachineryvalidation.ValidateNamespaceName(ns, false), "; ")))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource().GroupResource()))
 	case c.namespaced() && c.namespace != "" && ns != c.namespace:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
 	}
@@ -243,13 +237,13 @@ func (c *Client[T, L]) listOptions(opts metav1.ListOptions) (*metainternalversio
 	}
 	if out.FieldSelector != nil {
 		for _, req := range out.FieldSelector.Requirements() {
-			if !c.store.Resource.SelectableField(req.Field) {
+			if !c.store.Resource().SelectableField(req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}
 	}
 	if errs := metainternalvalidation.ValidateListOptions(&out, utilfeature.DefaultFeatureGate.Enabled(features.WatchList)); len(errs) != 0 {
-		return nil, apierrors.NewInvalid(c.store.Resource.GroupVersionKind.GroupKind(), "", errs)
+		return nil, apierrors.NewInvalid(c.store.Resource().GroupVersionKind.GroupKind(), "", errs)
 	}
 	return &out, nil
 }

@@ -26,13 +26,13 @@ import (
 // Conflict (409), RequestEntityTooLarge (413).
 func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	var zero T
-	store := rest.Updater(c.store.Main)
+	store := rest.Updater(c.store.REST())
 	switch {
 	case len(subresources) == 0:
-	case len(subresources) == 1 && subresources[0] == "status" && c.store.Status != nil:
-		store = c.store.Status
+	case len(subresources) == 1 && subresources[0] == "status" && c.store.StatusREST() != nil:
+		store = c.store.StatusREST()
 	default:
-		return zero, apierrors.NewNotFound(c.store.Resource.GroupResource(), fmt.Sprintf("%s/%v", name, subresources))
+		return zero, apierrors.NewNotFound(c.store.Resource().GroupResource(), fmt.Sprintf("%s/%v", name, subresources))
 	}
 	apply, err := patchFunc(pt, data)
 	if err != nil {
@@ -79,7 +79,7 @@ func (c *Client[T, L]) applyPatch(apply func([]byte) ([]byte, error), stored run
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("stored object is %T", stored))
 	}
-	gvk := c.store.Resource.GroupVersionKind
+	gvk := c.store.Resource().GroupVersionKind
 	orig := cur.DeepCopyObject().(T)
 	orig.GetObjectKind().SetGroupVersionKind(gvk)
 	doc, err := json.Marshal(orig)
@@ -90,7 +90,7 @@ func (c *Client[T, L]) applyPatch(apply func([]byte) ([]byte, error), stored run
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch cannot be applied: %v", err))
 	}
-	out := c.store.Resource.New().(T)
+	out := c.store.Resource().New().(T)
 	if err := json.Unmarshal(patched, out); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is not a valid %s: %v", gvk.Kind, err))
 	}

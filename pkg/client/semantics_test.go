@@ -47,7 +47,7 @@ func requireCause(t *testing.T, se *apierrors.StatusError, fieldPath string) {
 
 // S1: a create carrying a resourceVersion is rejected and stores nothing.
 func TestS1CreateWithResourceVersion(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	for _, rv := range []string{"5", "-1"} {
 		t.Run(rv, func(t *testing.T) {
 			obj := custom("c-" + strings.TrimPrefix(rv, "-"))
@@ -69,10 +69,10 @@ func TestS1CreateWithResourceVersion(t *testing.T) {
 func TestS2Updates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts customapitest.StoreOptions
+		opts customapitest.RegistryOptions
 	}{
-		{"watch-cache", customapitest.StoreOptions{}},
-		{"no-watch-cache", customapitest.StoreOptions{DisableWatchCache: true}},
+		{"watch-cache", customapitest.RegistryOptions{}},
+		{"no-watch-cache", customapitest.RegistryOptions{DisableWatchCache: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.opts)
@@ -141,7 +141,7 @@ func TestS2Updates(t *testing.T) {
 
 // S3: delete preconditions on uid and resourceVersion.
 func TestS3DeletePreconditions(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	created, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{})
 	if err != nil {
@@ -173,7 +173,7 @@ func TestS3DeletePreconditions(t *testing.T) {
 
 // S5: invalid names are rejected on metadata.name and nothing is stored.
 func TestS5Names(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	for _, name := range []string{"a/b", "..", ".", "a%2Fb", "Upper", strings.Repeat("a", 254), "-start", "a_b", ""} {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.c.Create(t.Context(), custom(name), metav1.CreateOptions{})
@@ -206,7 +206,7 @@ func TestS5Names(t *testing.T) {
 
 // S6: finalizers hold a deleted object until removed.
 func TestS6Finalizers(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	obj := custom("c1")
 	obj.Finalizers = []string{"example.com/hold"}
@@ -259,7 +259,7 @@ func TestS6Finalizers(t *testing.T) {
 
 // S7: server-set metadata wins over client values.
 func TestS7ServerSetMetadata(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	obj := custom("c1")
 	obj.UID = "made-up"
@@ -346,7 +346,7 @@ func TestS7ServerSetMetadata(t *testing.T) {
 // S8: objects near etcd's request limit are stored whole, larger ones are
 // 413 and store nothing.
 func TestS8LargeObjects(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	big := custom("c1")
 	big.Spec.Message = strings.Repeat("x", 1400*1024)
@@ -392,7 +392,7 @@ func TestS8LargeObjects(t *testing.T) {
 // Bad input of every other kind gets the right Status reason and writes
 // nothing.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	if _, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

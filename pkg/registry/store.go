@@ -1,15 +1,12 @@
 package registry
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
@@ -19,23 +16,25 @@ import (
 
 // Store is the registry of one resource: the generic store of the main
 // resource and, with a status subresource, the store of /status. Both share
-// one etcd storage and watch cache.
+// one etcd storage and watch cache. Registry.Store returns it.
 type Store struct {
-	// Resource is the declaration the store was built from.
-	Resource resource.Resource
-	// Main serves the resource itself (create, get, list, watch, update,
+	res resource.Resource
+	// main serves the resource itself (create, get, list, watch, update,
 	// patch, delete, deletecollection).
-	Main *genericregistry.Store
-	// Status serves the status subresource (get, update, patch); nil when
-	// the resource has none.
-	Status *genericregistry.Store
+	main *genericregistry.Store
+	// status serves the status subresource (get, update, patch); nil when
+	// the resource has none. It shares main's storage.
+	status *genericregistry.Store
 }
 
-// New builds the store of res. scheme must know res (see resource.NewScheme)
-// and optsGetter is usually storage.Config.RESTOptionsGetter. It returns an
-// error for an invalid declaration or printer column, or when the storage
-// cannot be created. The caller calls Destroy when done.
-func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter) (*Store, error) {
+// Resource returns the declaration the store was built from.
+func (s *Store) Resource() resource.Resource { return s.res }
+
+// newStore builds the store of res. scheme must know res (see
+// resource.NewScheme) and optsGetter is storage.Config.RESTOptionsGetter.
+// It returns an error for an invalid declaration or printer column, or
+// when the storage cannot be created. The caller calls destroy when done.
+func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter) (*Store, error) {
 	if err := res.CheckDeclaration(); err != nil {
 		return nil, err
 	}
@@ -65,7 +64,7 @@ func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTO
 	if err := main.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
 		return nil, fmt.Errorf("registry: %s: %w", res.GroupResource(), err)
 	}
-	out := &Store{Resource: res, Main: main}
+	out := &Store{res: res, main: main}
 	if res.StatusSubresource {
 		status := *main
 		ss := statusStrategy{s}
@@ -73,33 +72,12 @@ func New(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTO
 		status.ResetFieldsStrategy = ss
 		status.CreateStrategy = nil
 		status.DeleteStrategy = nil
-		out.Status = &status
+		out.status = &status
 	}
 	return out, nil
 }
 
-// WaitReady returns once the store serves requests, or ctx's error. With the
-// watch cache on, the cache first lists everything from etcd; until then
-// watches from a given resourceVersion are refused with 429
-// TooManyRequests ("storage is (re)initializing"), as in kube-apiserver.
-func (s *Store) WaitReady(ctx context.Context) error {
-	check := s.Main.Storage.Storage.ReadinessCheck
-	if check() == nil {
-		return nil
-	}
-	err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
-		return check() == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("registry: %s not ready: %w (last check: %v)", s.Resource.GroupResource(), err, check())
-	}
-	return nil
-}
-
-// Destroy stops the watch cache and closes the etcd connections of the
-// store. Safe to call more than once.
-func (s *Store) Destroy() {
-	if s.Main != nil && s.Main.DestroyFunc != nil {
-		s.Main.DestroyFunc()
-	}
-}
+// destroy stops the watch cache and closes the etcd connections of the
+// store (genericregistry.Store.Destroy; the status store shares them).
+// Safe to call more than once.
+func (s *Store) destroy() { s.main.Destroy() }
