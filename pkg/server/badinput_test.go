@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
-	"github.com/customapi/customapi/pkg/client"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/server"
 )
