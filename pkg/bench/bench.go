@@ -349,6 +349,11 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 	}
 	args := []string{"serve", "--data-dir", dataDir, "--secure-port", "0",
 		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--resources", "customs,samples"}
+	for flag, file := range map[string]string{"--etcd-cafile": etcdConfig.CAFile, "--etcd-certfile": etcdConfig.CertFile, "--etcd-keyfile": etcdConfig.KeyFile} {
+		if file != "" {
+			args = append(args, flag, file)
+		}
+	}
 	if cfg.StorageMediaType != "" {
 		args = append(args, "--storage-media-type", cfg.StorageMediaType)
 	}

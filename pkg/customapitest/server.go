@@ -62,8 +62,8 @@ type Server struct {
 // Close). It needs no testing.TB, so TestMain can share one server between
 // tests (give each test its own Namespace). On error everything started is
 // undone.
-func NewServer(opts Options, resources ...resource.Resource) (s *Server, err error) {
-	s = &Server{done: make(chan error, 1)}
+func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err error) {
+	s := &Server{done: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			_ = s.runCleanup()

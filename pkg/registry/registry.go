@@ -152,7 +152,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 			return nil, fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("registry: %w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
+			return nil, fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
 		}
 		return nil, err
 	}

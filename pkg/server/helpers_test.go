@@ -19,6 +19,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -44,10 +45,10 @@ func start(t *testing.T) env {
 
 // startOn serves customs on a new server storing in the given etcd under
 // prefix, so several servers (and the test) can share one etcd.
-func startOn(t *testing.T, endpoints []string, prefix string, mode storageMode) env {
+func startOn(t *testing.T, ec etcd.ClientConfig, prefix string, mode storageMode) env {
 	t.Helper()
 	return env{customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.EtcdServers = endpoints
+		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
 		o.EtcdPrefix = prefix
 		o.WatchCache = mode.watchCache
 	}, install.Customs)}

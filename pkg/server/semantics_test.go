@@ -172,7 +172,7 @@ func TestS4CompactedAndImpossibleResourceVersions(t *testing.T) {
 func testS4CompactedAndImpossibleResourceVersions(t *testing.T, mode storageMode) {
 	// Compaction changes etcd as a whole: use an etcd of this test's own.
 	cfg, prefix := customapitest.EmbeddedEtcd(t), "/registry"
-	first := startOn(t, cfg.Endpoints, prefix, mode)
+	first := startOn(t, cfg, prefix, mode)
 	cur := first.create(t, custom("c1"))
 	rvA := cur.ResourceVersion
 	for i := range 5 {
@@ -186,7 +186,7 @@ func testS4CompactedAndImpossibleResourceVersions(t *testing.T, mode storageMode
 
 	// A server started after the compaction (as after a restart) cannot
 	// serve the old revision from its watch cache's history either.
-	e := startOn(t, cfg.Endpoints, prefix, mode)
+	e := startOn(t, cfg, prefix, mode)
 
 	t.Run("watch from compacted resourceVersion", func(t *testing.T) {
 		w := e.watch(t, customsNS1+"?watch=1&resourceVersion="+rvA)
