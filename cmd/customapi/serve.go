@@ -20,7 +20,7 @@ import (
 func newServeCommand() *cobra.Command {
 	opts := server.NewOptions()
 	logOpts := logs.NewOptions()
-	serveBench := false
+	served := []string{"customs"}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the test/v1 API (kind Custom) over HTTPS, kubectl-compatible",
@@ -55,9 +55,9 @@ second signal kills it at once.`,
 			if err != nil {
 				return err
 			}
-			resources := []resource.Resource{install.Customs}
-			if serveBench {
-				resources = append(resources, benchinstall.Samples)
+			resources, err := servedResources(served)
+			if err != nil {
+				return err
 			}
 			srv, err := server.New(ctx, cfg.Complete(), resources...)
 			if err != nil {
@@ -84,8 +84,34 @@ second signal kills it at once.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
-	// Used by `customapi bench --target self`.
-	cmd.Flags().BoolVar(&serveBench, "serve-bench-api", false, "Also serve samples.bench.customapi.io/v1, the resource of customapi bench.")
-	_ = cmd.Flags().MarkHidden("serve-bench-api")
+	cmd.Flags().StringSliceVar(&served, "resources", served, "Built-in resources to serve: customs (test/v1, kind Custom) and samples (bench.customapi.io/v1, kind Sample, the resource of customapi bench).")
 	return cmd
+}
+
+// builtinResources are the resources `serve --resources` can name.
+var builtinResources = map[string]resource.Resource{
+	"customs": install.Customs,
+	"samples": benchinstall.Samples,
+}
+
+// servedResources returns the resources named by --resources, in order,
+// or an error naming an unknown or repeated one.
+func servedResources(names []string) ([]resource.Resource, error) {
+	if len(names) == 0 {
+		return nil, errors.New("--resources: name at least one of customs, samples")
+	}
+	seen := map[string]bool{}
+	out := make([]resource.Resource, 0, len(names))
+	for _, n := range names {
+		r, ok := builtinResources[n]
+		if !ok {
+			return nil, fmt.Errorf("--resources: unknown resource %q (customs, samples)", n)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("--resources: %q named twice", n)
+		}
+		seen[n] = true
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -24,8 +24,6 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
-	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/storage"
 )
 
 // namespace is where the quickstart creates its object. Namespaces are not
@@ -65,72 +63,42 @@ func main() {
 	}
 }
 
-// run is the whole program. Every resource it acquires is released by a
-// defer, so it returns only after cleaning up, whatever happened.
-func run(ctx context.Context, opts options) error {
-	// --- etcd: external if --etcd-servers is given, embedded otherwise ---
-	etcdConfig, stopEtcd, err := startOrConnectEtcd(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer stopEtcd()
+// customs is the typed in-process client of customs.test/v1.
+type customs = client.Client[*testv1.Custom, *testv1.CustomList]
 
-	// --- the storage stack: scheme -> storage config -> registry -> client ---
-	//
+// run is the whole program: open the registry, then one step per section.
+// Every resource it acquires is released by a defer, so it returns only
+// after cleaning up, whatever happened.
+func run(ctx context.Context, opts options) error {
+	// --- the registry: external etcd if --etcd-servers is given, embedded otherwise ---
+	cfg, removeDir, err := registryConfig(opts)
+	if err != nil {
+		return err
+	}
+	defer removeDir()
 	// install.Customs declares the resource customs.test/v1 (kind Custom).
-	// NewScheme registers it with everything k8s.io/apiserver needs.
-	scheme, err := resource.NewScheme(install.Customs)
+	// Open builds its scheme and its store (the generic registry store an
+	// API server would serve over HTTP: keys under /registry, values as
+	// JSON, reads from the watch cache), starts the embedded etcd if asked,
+	// and returns once the watch cache has listed etcd.
+	reg, err := registry.Open(ctx, cfg, install.Customs)
 	if err != nil {
 		return err
 	}
-	// The storage config says where objects go: keys under /registry, values
-	// encoded as JSON, reads served from the watch cache. Defaults for all
-	// but the scheme and the etcd cluster.
-	restOptions, err := storage.Config{Scheme: scheme, Etcd: etcdConfig}.RESTOptionsGetter()
-	if err != nil {
-		return err
-	}
-	// registry.New builds the generic registry store of k8s.io/apiserver for
-	// the resource: the same store an API server would serve over HTTP.
-	store, err := registry.New(scheme, install.Customs, restOptions)
-	if err != nil {
-		return err
-	}
-	defer store.Destroy()
-	// With the watch cache on, the store first lists what etcd holds; wait
-	// for that, so that a watch from a resourceVersion is not refused.
-	if err := store.WaitReady(ctx); err != nil {
-		return err
-	}
+	defer reg.Close()
+	fmt.Printf("registry on etcd %s\n", strings.Join(reg.EtcdConfig().Endpoints, ","))
 	// The typed client calls the store in-process, with client-go's
 	// signatures. Namespace binds it to one namespace.
-	all, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	all, err := client.For[*testv1.Custom, *testv1.CustomList](reg, install.Customs)
 	if err != nil {
 		return err
 	}
-	customs := all.Namespace(namespace)
+	c := all.Namespace(namespace)
 
-	// A raw etcd client, only to show what is stored.
-	raw, err := etcdConfig.NewClient(ctx)
+	created, err := create(ctx, reg, c)
 	if err != nil {
 		return err
 	}
-	defer raw.Close()
-
-	// --- create ---
-	section("create")
-	// generateName asks the server for a unique name: quickstart-<random>.
-	created, err := customs.Create(ctx, &testv1.Custom{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "quickstart-",
-			Labels:       map[string]string{"app": "quickstart"},
-		},
-		Spec: testv1.CustomSpec{Message: "hello from customapi", Replicas: 1},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("create: %w", err)
-	}
-	name := created.Name
 	// Whatever happens from here on, delete the object before returning
 	// (it may be in an external etcd). A fresh context: ctx may be cancelled.
 	deleted := false
@@ -140,29 +108,74 @@ func run(ctx context.Context, opts options) error {
 		}
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := customs.Delete(cleanupCtx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			fmt.Fprintf(os.Stderr, "quickstart: cleanup: delete %s/%s: %v\n", namespace, name, err)
+		if err := c.Delete(cleanupCtx, created.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(os.Stderr, "quickstart: cleanup: delete %s/%s: %v\n", namespace, created.Name, err)
 		}
 	}()
+	// A raw etcd client, only to show what is stored.
+	raw, err := reg.EtcdConfig().NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer raw.Close()
+	key := reg.Key(install.Customs, namespace, created.Name)
+	if err := showEtcd(ctx, raw, key, created); err != nil {
+		return err
+	}
+	if err := getAndList(ctx, c, created.Name); err != nil {
+		return err
+	}
+	if err := updateWithConflict(ctx, c, created.Name); err != nil {
+		return err
+	}
+	if err := watchAndDelete(ctx, c, created); err != nil {
+		return err
+	}
+	deleted = true
+	resp, err := raw.Get(ctx, key, clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("etcd get %s: %w", key, err)
+	}
+	fmt.Printf("etcd key %s: %d key(s)\n", key, resp.Count)
+	return nil
+}
+
+// create creates a Custom with a generated name and prints it as an API
+// server would answer.
+func create(ctx context.Context, reg *registry.Registry, c *customs) (*testv1.Custom, error) {
+	section("create")
+	// generateName asks the server for a unique name: quickstart-<random>.
+	created, err := c.Create(ctx, &testv1.Custom{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "quickstart-",
+			Labels:       map[string]string{"app": "quickstart"},
+		},
+		Spec: testv1.CustomSpec{Message: "hello from customapi", Replicas: 1},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create: %w", err)
+	}
 	// uid, creationTimestamp, resourceVersion and generation were set by the
 	// registry. The encoder of the scheme writes apiVersion and kind, as an
 	// API server does.
-	encoder, err := jsonEncoder(scheme)
+	encoder, err := jsonEncoder(reg.Scheme())
 	if err != nil {
-		return err
+		return created, err
 	}
 	out, err := runtime.Encode(encoder, created)
 	if err != nil {
-		return err
+		return created, err
 	}
-	fmt.Printf("created %s/%s:\n%s\n", namespace, name, out)
+	fmt.Printf("created %s/%s:\n%s\n", namespace, created.Name, out)
+	return created, nil
+}
 
-	// --- the raw etcd key and value ---
+// showEtcd prints the raw etcd key and value of the created object.
+func showEtcd(ctx context.Context, raw *clientv3.Client, key string, created *testv1.Custom) error {
 	section("in etcd")
-	// Keys are <prefix>/<group>/<resource>/<namespace>/<name>; the value is
-	// the object encoded as JSON (the storage media type), and
+	// Keys are <prefix>/<group>/<resource>/<namespace>/<name> (reg.Key);
+	// the value is the object encoded as JSON (the storage media type), and
 	// metadata.resourceVersion is the key's etcd modification revision.
-	key := fmt.Sprintf("%s/%s/%s/%s/%s", storage.DefaultPrefix, install.Customs.GroupVersionKind.Group, install.Customs.Plural, namespace, name)
 	resp, err := raw.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("etcd get %s: %w", key, err)
@@ -173,18 +186,20 @@ func run(ctx context.Context, opts options) error {
 	fmt.Printf("key:   %s\n", resp.Kvs[0].Key)
 	fmt.Printf("value: %s", resp.Kvs[0].Value) // the stored value ends with a newline
 	fmt.Printf("mod_revision %d = metadata.resourceVersion %s\n", resp.Kvs[0].ModRevision, created.ResourceVersion)
+	return nil
+}
 
-	// --- get ---
+// getAndList gets the object by name and lists by label selector.
+func getAndList(ctx context.Context, c *customs, name string) error {
 	section("get")
-	got, err := customs.Get(ctx, name, metav1.GetOptions{})
+	got, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get: %w", err)
 	}
 	fmt.Printf("got %s: %s\n", got.Name, summary(got))
 
-	// --- list by label selector ---
 	section("list -l app=quickstart")
-	list, err := customs.List(ctx, metav1.ListOptions{LabelSelector: "app=quickstart"})
+	list, err := c.List(ctx, metav1.ListOptions{LabelSelector: "app=quickstart"})
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
@@ -192,11 +207,14 @@ func run(ctx context.Context, opts options) error {
 	for i := range list.Items {
 		fmt.Printf("  %s: %s\n", list.Items[i].Name, summary(&list.Items[i]))
 	}
+	return nil
+}
 
-	// --- update: optimistic concurrency ---
+// updateWithConflict shows optimistic concurrency: two writers read the
+// same version, the second one's update is a 409 Conflict, and it retries.
+func updateWithConflict(ctx context.Context, c *customs, name string) error {
 	section("update (optimistic concurrency)")
-	// Two writers read the same version of the object.
-	writerA, err := customs.Get(ctx, name, metav1.GetOptions{})
+	writerA, err := c.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -205,7 +223,7 @@ func run(ctx context.Context, opts options) error {
 
 	// A writes first and wins; a spec change bumps generation.
 	writerA.Spec.Replicas = 2
-	updated, err := customs.Update(ctx, writerA, metav1.UpdateOptions{})
+	updated, err := c.Update(ctx, writerA, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update by A: %w", err)
 	}
@@ -214,7 +232,7 @@ func run(ctx context.Context, opts options) error {
 	// B's copy is now stale: the update carries resourceVersion writerB.ResourceVersion,
 	// which is no longer the stored one, so the registry answers 409 Conflict.
 	writerB.Spec.Message = "edited by B"
-	_, err = customs.Update(ctx, writerB, metav1.UpdateOptions{})
+	_, err = c.Update(ctx, writerB, metav1.UpdateOptions{})
 	if !apierrors.IsConflict(err) {
 		return fmt.Errorf("update by B with stale resourceVersion %s: got %v, want a Conflict", writerB.ResourceVersion, err)
 	}
@@ -223,26 +241,28 @@ func run(ctx context.Context, opts options) error {
 	// B does what every Kubernetes client does: re-read, re-apply, retry
 	// (client-go's retry helper works unchanged on the client's errors).
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		latest, err := customs.Get(ctx, name, metav1.GetOptions{})
+		latest, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		latest.Spec.Message = "edited by B"
-		updated, err = customs.Update(ctx, latest, metav1.UpdateOptions{})
+		updated, err = c.Update(ctx, latest, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("update by B: %w", err)
 	}
 	fmt.Printf("B re-reads and retries: ok, %s\n", summary(updated))
+	return nil
+}
 
-	// --- watch ---
+// watchAndDelete watches from the created object's resourceVersion (the
+// two updates are replayed), deletes the object and sees the deletion.
+func watchAndDelete(ctx context.Context, c *customs, created *testv1.Custom) error {
 	section("watch from resourceVersion " + created.ResourceVersion)
-	// A watch resumes from any recent resourceVersion: started from the
-	// created object's, it first replays the two updates that came after.
 	watchCtx, cancelWatch := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelWatch()
-	w, err := customs.Watch(watchCtx, metav1.ListOptions{
+	w, err := c.Watch(watchCtx, metav1.ListOptions{
 		LabelSelector:   "app=quickstart",
 		ResourceVersion: created.ResourceVersion,
 	})
@@ -256,68 +276,49 @@ func run(ctx context.Context, opts options) error {
 		}
 	}
 
-	// --- delete ---
 	section("delete")
-	if err := customs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := c.Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("delete: %w", err)
 	}
-	deleted = true
-	fmt.Printf("deleted %s/%s\n", namespace, name)
+	fmt.Printf("deleted %s/%s\n", namespace, created.Name)
 	// The open watch sees the deletion, with the object's last state.
 	if err := printEvent(watchCtx, w, watch.Deleted); err != nil {
 		return err
 	}
-	_, err = customs.Get(ctx, name, metav1.GetOptions{})
+	_, err = c.Get(ctx, created.Name, metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get after delete: got %v, want NotFound", err)
 	}
 	fmt.Printf("get after delete: NotFound\n  %v\n", err)
-	resp, err = raw.Get(ctx, key, clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("etcd get %s: %w", key, err)
-	}
-	fmt.Printf("etcd key %s: %d key(s)\n", key, resp.Count)
 	return nil
 }
 
-// startOrConnectEtcd returns the configuration of the etcd to store in and a
-// function that releases it. With --etcd-servers it only validates the flags;
-// otherwise it starts an embedded etcd in a new temporary directory, which
-// the release function stops and removes.
-func startOrConnectEtcd(ctx context.Context, opts options) (etcd.ClientConfig, func(), error) {
+// registryConfig returns the registry configuration for the flags and a
+// function that removes what it created. With --etcd-servers it names that
+// cluster; otherwise it asks for an embedded etcd in a new temporary
+// directory (log level "error" keeps etcd's start-up and shutdown warnings
+// out of the walkthrough), which the function removes after the registry
+// is closed.
+func registryConfig(opts options) (registry.Config, func(), error) {
 	if opts.etcdServers != "" {
-		cfg := etcd.ClientConfig{
+		fmt.Printf("using external etcd %s\n", opts.etcdServers)
+		return registry.Config{Etcd: etcd.ClientConfig{
 			Endpoints: strings.Split(opts.etcdServers, ","),
 			CAFile:    opts.etcdCAFile,
 			CertFile:  opts.etcdCertFile,
 			KeyFile:   opts.etcdKeyFile,
-		}
-		if err := cfg.Validate(); err != nil {
-			return etcd.ClientConfig{}, nil, err
-		}
-		fmt.Printf("using external etcd %s\n", opts.etcdServers)
-		return cfg, func() {}, nil
+		}}, func() {}, nil
 	}
 	if opts.etcdCAFile != "" || opts.etcdCertFile != "" || opts.etcdKeyFile != "" {
-		return etcd.ClientConfig{}, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+		return registry.Config{}, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
 	}
 	dir, err := os.MkdirTemp("", "customapi-quickstart-")
 	if err != nil {
-		return etcd.ClientConfig{}, nil, err
+		return registry.Config{}, nil, err
 	}
-	// StartEmbedded returns once etcd serves (or fails, leaving nothing
-	// running). Log level "error" keeps etcd's start-up and shutdown
-	// warnings out of the walkthrough.
-	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: dir, LogLevel: "error"})
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return etcd.ClientConfig{}, nil, err
-	}
-	fmt.Printf("started embedded etcd at %s (data in %s, removed on exit)\n", strings.Join(e.Endpoints(), ","), dir)
-	return e.ClientConfig(), func() {
-		e.Close()
-		_ = os.RemoveAll(dir)
-	}, nil
+	fmt.Printf("starting an embedded etcd (data in %s, removed on exit)\n", dir)
+	return registry.Config{EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: dir, LogLevel: "error"}},
+		func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // jsonEncoder returns the encoder an API server would answer with: indented

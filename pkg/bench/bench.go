@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -25,8 +24,6 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
-	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/storage"
 )
 
 // Config says what to measure. DefaultConfig gives the sizes of
@@ -170,7 +167,7 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 			}
 		}
 	case name == "inprocess":
-		t, err := newInprocess(etcdConfig, cfg.StorageMediaType)
+		t, err := newInprocess(ctx, etcdConfig, cfg.StorageMediaType)
 		if err != nil {
 			return nil, err
 		}
@@ -322,33 +319,26 @@ func profileServer(ctx context.Context, t *httpTarget, file string, seconds int,
 }
 
 // newInprocess builds the in-process target on etcd under /bench-inprocess.
-func newInprocess(etcdConfig etcd.ClientConfig, mediaType string) (*inprocessTarget, error) {
-	scheme, err := resource.NewScheme(benchinstall.Samples)
+func newInprocess(ctx context.Context, etcdConfig etcd.ClientConfig, mediaType string) (*inprocessTarget, error) {
+	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: "/bench-inprocess", MediaType: mediaType}, benchinstall.Samples)
 	if err != nil {
 		return nil, err
 	}
-	getter, err := storage.Config{Scheme: scheme, Etcd: etcdConfig, Prefix: "/bench-inprocess", MediaType: mediaType}.RESTOptionsGetter()
+	samples, err := client.For[*benchv1.Sample, *benchv1.SampleList](reg, benchinstall.Samples)
 	if err != nil {
+		_ = reg.Close()
 		return nil, err
 	}
-	store, err := registry.New(scheme, benchinstall.Samples, getter)
-	if err != nil {
-		return nil, err
-	}
-	if err := store.WaitReady(context.Background()); err != nil {
-		store.Destroy()
-		return nil, err
-	}
-	samples, err := client.New[*benchv1.Sample, *benchv1.SampleList](store)
-	if err != nil {
-		store.Destroy()
-		return nil, err
-	}
-	return &inprocessTarget{store: store, samples: samples}, nil
+	return &inprocessTarget{reg: reg, samples: samples}, nil
 }
 
-// startSelf starts `customapi serve` on etcd under /bench-self and returns
-// the target and the time from process start to its ready line.
+// selfReadyTimeout bounds how long startSelf waits for /readyz.
+const selfReadyTimeout = 60 * time.Second
+
+// startSelf starts `customapi serve --resources customs,samples` on etcd
+// under /bench-self and returns the target and the time from process start
+// until its /readyz answers 200 (asked with the admin kubeconfig, which
+// serve writes, naming the bound port, once it listens).
 func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.ClientConfig) (*httpTarget, time.Duration, error) {
 	exe := cfg.Executable
 	if exe == "" {
@@ -358,7 +348,7 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 		}
 	}
 	args := []string{"serve", "--data-dir", dataDir, "--secure-port", "0",
-		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--serve-bench-api"}
+		"--etcd-servers", strings.Join(etcdConfig.Endpoints, ","), "--etcd-prefix", "/bench-self", "--resources", "customs,samples"}
 	for flag, file := range map[string]string{"--etcd-cafile": etcdConfig.CAFile, "--etcd-certfile": etcdConfig.CertFile, "--etcd-keyfile": etcdConfig.KeyFile} {
 		if file != "" {
 			args = append(args, flag, file)
@@ -368,56 +358,29 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 		args = append(args, "--storage-media-type", cfg.StorageMediaType)
 	}
 	cmd := exec.Command(exe, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, 0, err
-	}
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, 0, err
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	stop := func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
-		case err := <-done:
+		case err := <-exited:
 			return err
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			return <-done
+			return <-exited
 		}
 	}
-	readyc := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "customapi is ready") {
-				readyc <- nil
-				_, _ = io.Copy(io.Discard, stdout)
-				return
-			}
-		}
-		readyc <- errors.New("customapi serve exited before it was ready")
-	}()
-	select {
-	case err = <-readyc:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-time.After(60 * time.Second):
-		err = errors.New("customapi serve not ready after 60s")
-	}
+	restConfig, err := waitReadyz(ctx, filepath.Join(dataDir, "admin.kubeconfig"), exited)
 	ready := time.Since(start)
 	if err != nil {
 		_ = stop()
 		return nil, 0, fmt.Errorf("%w\n%s", err, stderr.String())
-	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
-	if err != nil {
-		_ = stop()
-		return nil, 0, err
 	}
 	t, err := newHTTPTarget("self", restConfig, cfg.Resource, "Sample")
 	if err != nil {
@@ -426,6 +389,55 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 	}
 	t.pid, t.stop = cmd.Process.Pid, stop
 	return t, ready, nil
+}
+
+// waitReadyz polls until the kubeconfig at path exists and the server it
+// names answers 200 on /readyz, returning the kubeconfig's rest.Config. It
+// fails when the process exits first (exited delivers; the error is put
+// back for the caller), ctx ends, or selfReadyTimeout passes.
+func waitReadyz(ctx context.Context, path string, exited chan error) (*rest.Config, error) {
+	ctx, cancel := context.WithTimeout(ctx, selfReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var restConfig *rest.Config
+	var hc *http.Client
+	for {
+		if restConfig == nil {
+			if _, err := os.Stat(path); err == nil {
+				rc, err := clientcmd.BuildConfigFromFlags("", path)
+				if err != nil {
+					return nil, err
+				}
+				if hc, err = rest.HTTPClientFor(rc); err != nil {
+					return nil, err
+				}
+				restConfig = rc
+			}
+		}
+		if hc != nil {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(restConfig.Host, "/")+"/readyz", nil)
+			if err != nil {
+				return nil, err
+			}
+			if resp, err := hc.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					hc.CloseIdleConnections()
+					return restConfig, nil
+				}
+			}
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return nil, fmt.Errorf("customapi serve exited before it was ready: %v", err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("customapi serve not ready (GET /readyz): %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // newKubeconfigTarget reaches the server of a kubeconfig; the resource's

@@ -13,10 +13,10 @@ import (
 	"github.com/customapi/customapi/pkg/registry"
 )
 
-// inprocessTarget uses the typed in-process client on a registry store in
-// this process (the library use of customapi).
+// inprocessTarget uses the typed in-process client on a registry in this
+// process (the library use of customapi).
 type inprocessTarget struct {
-	store   *registry.Store
+	reg     *registry.Registry
 	samples *client.Client[*benchv1.Sample, *benchv1.SampleList]
 }
 
@@ -105,7 +105,4 @@ func (t *inprocessTarget) Memory() (int64, string, error) {
 	return int64(m.HeapAlloc), "Go heap after GC, this process (also holds etcd's client and server)", nil
 }
 
-func (t *inprocessTarget) Close() error {
-	t.store.Destroy()
-	return nil
-}
+func (t *inprocessTarget) Close() error { return t.reg.Close() }

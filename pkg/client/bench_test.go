@@ -38,8 +38,10 @@ func newBenchEnv(b *testing.B) benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.Close)
-	store, _, cfg, prefix := customapitest.NewStore(b, install.Customs, customapitest.StoreOptions{Etcd: e.ClientConfig(), Prefix: "/registry"})
-	c, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	reg := customapitest.OpenRegistry(b, customapitest.RegistryOptions{Etcd: e.ClientConfig(), Prefix: "/registry"}, install.Customs)
+	cfg := reg.Etcd
+	prefix := reg.Prefix
+	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		b.Fatal(err)
 	}

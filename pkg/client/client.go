@@ -3,10 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,19 +62,16 @@ func WithFieldManager(name string) Option {
 // manager through either door.
 var DefaultFieldManager = registry.FieldManagerFromUserAgent(restclient.DefaultKubernetesUserAgent())
 
-// New returns a client of the store's resource. It returns an error if the
-// resource's New and NewList do not return a T and an L.
-func New[T Object, L ObjectList](store *registry.Store, opts ...Option) (*Client[T, L], error) {
-	if store == nil || store.Main == nil {
-		return nil, fmt.Errorf("client: a registry store is required")
-	}
-	if _, ok := store.Resource.New().(T); !ok {
+// newClient returns a client of the store's resource. It returns an error
+// if the resource's New and NewList do not return a T and an L.
+func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*Client[T, L], error) {
+	if _, ok := store.Resource().New().(T); !ok {
 		var t T
-		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource.GroupResource(), store.Resource.New(), t)
+		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource().GroupResource(), store.Resource().New(), t)
 	}
-	if _, ok := store.Resource.NewList().(L); !ok {
+	if _, ok := store.Resource().NewList().(L); !ok {
 		var l L
-		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource.GroupResource(), store.Resource.NewList(), l)
+		return nil, fmt.Errorf("client: %s lists are %T, not %T", store.Resource().GroupResource(), store.Resource().NewList(), l)
 	}
 	o := options{manager: DefaultFieldManager}
 	for _, opt := range opts {
@@ -122,7 +117,7 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.Get(ctx, name, &opts)
+	out, err := c.store.REST().Get(ctx, name, &opts)
 	if err != nil {
 		return zero, err
 	}
@@ -144,7 +139,7 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.Main.List(ctx, internal)
+	out, err := c.store.REST().List(ctx, internal)
 	if err != nil {
 		return zero, err
 	}
@@ -167,7 +162,7 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.store.Main.Watch(ctx, internal)
+	w, err := c.store.REST().Watch(ctx, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +210,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	if err != nil {
 		return err
 	}
-	_, _, err = c.store.Main.Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	_, _, err = c.store.REST().Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
 	return err
 }
 
@@ -230,7 +225,7 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	_, err = c.store.Main.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	_, err = c.store.REST().DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
 	return err
 }
 
@@ -256,18 +251,17 @@ func strictByDefault(directive string) string {
 	return directive
 }
 
-func (c *Client[T, L]) namespaced() bool { return !c.store.Resource.ClusterScoped }
+func (c *Client[T, L]) namespaced() bool { return !c.store.Resource().ClusterScoped }
 
 // context returns ctx carrying the request namespace the generic registry
-// reads, after checking the namespace fits the resource's scope.
+// reads, after checking the namespace fits the resource's scope. Whether
+// the namespace is a valid name is the registry's rule (for both doors).
 func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (context.Context, error) {
 	switch {
 	case !c.namespaced() && ns != "":
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource.GroupResource(), ns))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is cluster-scoped: namespace must be empty, not %q", c.store.Resource().GroupResource(), ns))
 	case c.namespaced() && single && ns == "":
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource.GroupResource()))
-	case c.namespaced() && ns != "" && len(apimachineryvalidation.ValidateNamespaceName(ns, false)) != 0:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(apimachineryvalidation.ValidateNamespaceName(ns, false), "; ")))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource().GroupResource()))
 	case c.namespaced() && c.namespace != "" && ns != c.namespace:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
 	}
@@ -284,13 +278,13 @@ func (c *Client[T, L]) listOptions(opts metav1.ListOptions) (*metainternalversio
 	}
 	if out.FieldSelector != nil {
 		for _, req := range out.FieldSelector.Requirements() {
-			if !c.store.Resource.SelectableField(req.Field) {
+			if !c.store.Resource().SelectableField(req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}
 	}
 	if errs := metainternalvalidation.ValidateListOptions(&out, utilfeature.DefaultFeatureGate.Enabled(features.WatchList)); len(errs) != 0 {
-		return nil, apierrors.NewInvalid(c.store.Resource.GroupVersionKind.GroupKind(), "", errs)
+		return nil, apierrors.NewInvalid(c.store.Resource().GroupVersionKind.GroupKind(), "", errs)
 	}
 	return &out, nil
 }

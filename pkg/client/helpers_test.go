@@ -25,10 +25,12 @@ type env struct {
 	prefix  string
 }
 
-func newEnv(t *testing.T, opts customapitest.StoreOptions) env {
+func newEnv(t *testing.T, opts customapitest.RegistryOptions) env {
 	t.Helper()
-	store, _, etcdCfg, prefix := customapitest.NewStore(t, install.Customs, opts)
-	c, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	reg := customapitest.OpenRegistry(t, opts, install.Customs)
+	etcdCfg := reg.Etcd
+	prefix := reg.Prefix
+	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 
 var storeModes = []struct {
 	name string
-	opts customapitest.StoreOptions
+	opts customapitest.RegistryOptions
 }{
-	{"watch-cache", customapitest.StoreOptions{}},
-	{"no-watch-cache", customapitest.StoreOptions{DisableWatchCache: true}},
+	{"watch-cache", customapitest.RegistryOptions{}},
+	{"no-watch-cache", customapitest.RegistryOptions{DisableWatchCache: true}},
 }
 
 func TestListSelectorsAndPaging(t *testing.T) {
@@ -247,8 +247,8 @@ func TestWatchGoneAfterCompaction(t *testing.T) {
 			}
 			customapitest.Compact(t, e.etcdCfg, cur.ResourceVersion)
 
-			store, _, _, _ := customapitest.NewStore(t, install.Customs, opts)
-			fresh, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+			reg := customapitest.OpenRegistry(t, opts, install.Customs)
+			fresh, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,7 +280,7 @@ var contended = wait.Backoff{Steps: 100, Duration: 2 * time.Millisecond, Factor:
 // Concurrent read-modify-write loops with retry.RetryOnConflict lose no
 // increment.
 func TestConcurrentUpdatesRetryOnConflict(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	counter := custom("counter")
 	counter.Spec.Replicas = 0
@@ -332,7 +332,7 @@ func TestConcurrentUpdatesRetryOnConflict(t *testing.T) {
 }
 
 func TestPatchAndDeleteCollection(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := context.Background()
 	if _, err := e.c.Create(ctx, custom("p1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ func requireCause(t *testing.T, se *apierrors.StatusError, fieldPath string) {
 // Bad input of every other kind gets the right Status reason and writes
 // nothing.
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	if _, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

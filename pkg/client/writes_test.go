@@ -56,7 +56,7 @@ func managers(obj metav1.Object) []string {
 }
 
 func TestCreateRecordsManagedFields(t *testing.T) {
-	store, _, _, _ := customapitest.NewStore(t, install.Customs, customapitest.StoreOptions{})
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{}, install.Customs)
 	for _, tc := range []struct {
 		name    string
 		opts    []client.Option
@@ -68,7 +68,7 @@ func TestCreateRecordsManagedFields(t *testing.T) {
 		{"CreateOptions.FieldManager wins", []client.Option{client.WithFieldManager("my-controller")}, "explicit", "explicit/Update"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := client.New[*testv1.Custom, *testv1.CustomList](store, tc.opts...)
+			c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestCreateRecordsManagedFields(t *testing.T) {
 }
 
 func TestUpdateRecordsManagedFields(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	if _, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{FieldManager: "creator"}); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestUpdateRecordsManagedFields(t *testing.T) {
 }
 
 func TestStrategicMergePatchMergesByKey(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	obj := custom("c1")
 	obj.Spec.Ports = []testv1.CustomPort{{Name: "a", Port: 1}, {Name: "b", Port: 2}}
@@ -173,7 +173,7 @@ func TestStrategicMergePatchMergesByKey(t *testing.T) {
 }
 
 func TestPatchFieldValidation(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	if _, err := e.c.Create(t.Context(), custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestPatchFieldValidation(t *testing.T) {
 }
 
 func TestPatchNumbersChecked(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	if _, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func requireConflictNaming(t *testing.T, err error, manager string) {
 }
 
 func TestApplyConflictsWithGoManager(t *testing.T) {
-	e := newEnv(t, customapitest.StoreOptions{})
+	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()
 	if _, err := e.c.Create(ctx, custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -323,17 +323,20 @@ func TestApplyConflictsWithGoManager(t *testing.T) {
 // an object a Go program created in-process.
 func TestApplyOverHTTPConflictsWithGoManager(t *testing.T) {
 	s := customapitest.Start(t, install.Customs)
-	gvr := install.Customs.GroupVersionKind.GroupVersion().WithResource(install.Customs.Plural)
-	c := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, s, gvr).Namespace("default")
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := customs.Namespace("default")
 	ctx := t.Context()
 	if _, err := c.Create(ctx, custom("c1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	manifest := []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\n  namespace: default\nspec:\n  replicas: 7\n")
 	apply := func(ctx context.Context, force bool) (*unstructured.Unstructured, error) {
-		return s.Dynamic.Resource(gvr).Namespace("default").Patch(ctx, "c1", types.ApplyPatchType, manifest, metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(force)})
+		return s.Dynamic.Resource(install.Customs.GroupVersionResource()).Namespace("default").Patch(ctx, "c1", types.ApplyPatchType, manifest, metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(force)})
 	}
-	_, err := apply(ctx, false)
+	_, err = apply(ctx, false)
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "`+client.DefaultFieldManager+`"`) {
 		t.Fatalf("HTTP apply over a Go-created object: %v, want 409 naming %s", err, client.DefaultFieldManager)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -25,18 +26,50 @@ const EnvEtcdServers = "CUSTOMAPI_TEST_ETCD_SERVERS"
 // stops it when the test ends; it fails the test if etcd cannot start.
 func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
 	tb.Helper()
-	prefix := "/registry-" + randomSuffix(tb)
-	if servers := os.Getenv(EnvEtcdServers); servers != "" {
-		var cfg etcd.ClientConfig
-		for _, s := range strings.Split(servers, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				cfg.Endpoints = append(cfg.Endpoints, s)
+	prefix, err := newPrefix()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if cfg, ok := externalEtcd(); ok {
+		tb.Cleanup(func() {
+			if err := deletePrefix(cfg, prefix); err != nil {
+				tb.Error(err)
 			}
-		}
-		tb.Cleanup(func() { deletePrefix(tb, cfg, prefix) })
+		})
 		return cfg, prefix
 	}
 	return EmbeddedEtcd(tb), prefix
+}
+
+// externalEtcd returns the etcd CUSTOMAPI_TEST_ETCD_SERVERS names, if set.
+func externalEtcd() (etcd.ClientConfig, bool) {
+	var cfg etcd.ClientConfig
+	for _, s := range strings.Split(os.Getenv(EnvEtcdServers), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Endpoints = append(cfg.Endpoints, s)
+		}
+	}
+	return cfg, len(cfg.Endpoints) != 0
+}
+
+// newPrefix returns a key prefix of its own: "/registry-<12 hex digits>".
+func newPrefix() (string, error) {
+	s, err := randomHex(6)
+	if err != nil {
+		return "", err
+	}
+	return "/registry-" + s, nil
+}
+
+// Namespace returns a namespace name of the test's own ("t-" and 10 random
+// hex digits), for tests that share one server or registry.
+func Namespace(tb testing.TB) string {
+	tb.Helper()
+	s, err := randomHex(5)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return "t-" + s
 }
 
 // EmbeddedEtcd starts an etcd of the test's own (fsync off, free loopback
@@ -79,25 +112,25 @@ func Compact(tb testing.TB, cfg etcd.ClientConfig, rv string) {
 	}
 }
 
-func randomSuffix(tb testing.TB) string {
-	b := make([]byte, 6)
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
-	return hex.EncodeToString(b)
+	return hex.EncodeToString(b), nil
 }
 
 // deletePrefix removes what a test wrote to a shared external etcd.
-func deletePrefix(tb testing.TB, cfg etcd.ClientConfig, prefix string) {
+func deletePrefix(cfg etcd.ClientConfig, prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli, err := cfg.NewClient(ctx)
 	if err != nil {
-		tb.Errorf("clean up %s: %v", prefix, err)
-		return
+		return fmt.Errorf("clean up %s: %w", prefix, err)
 	}
 	defer cli.Close()
 	if _, err := cli.Delete(ctx, prefix+"/", clientv3.WithPrefix()); err != nil {
-		tb.Errorf("clean up %s: %v", prefix, err)
+		return fmt.Errorf("clean up %s: %w", prefix, err)
 	}
+	return nil
 }

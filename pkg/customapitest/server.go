@@ -3,25 +3,36 @@ package customapitest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// Server is a customapi API server started by Start for one test, like
-// httptest.Server: it listens on a free 127.0.0.1 port and stops when the
-// test ends.
+// readyTimeout bounds how long NewServer waits for /readyz.
+const readyTimeout = 60 * time.Second
+
+// Options adjusts NewServer. The zero value serves with the default flags
+// on an embedded etcd (or CUSTOMAPI_TEST_ETCD_SERVERS).
+type Options struct {
+	// Configure, if not nil, changes the server's options (flags) before
+	// the server is built.
+	Configure func(*server.Options)
+}
+
+// Server is a customapi API server for tests, like httptest.Server: it
+// listens on a free 127.0.0.1 port, keeps its data in a temporary
+// directory, and stops on Close.
 type Server struct {
 	// URL is the server's base URL, for example https://127.0.0.1:41235.
 	URL string
@@ -35,16 +46,133 @@ type Server struct {
 	KubeconfigPath string
 	// DataDir holds the server's certificates, tokens and embedded etcd.
 	DataDir string
-	// Server is the running server; Server.Store gives the registry stores
-	// for in-process clients sharing its storage (see Client).
-	Server *server.Server
+
+	srv       *server.Server
+	cancel    context.CancelFunc
+	done      chan error // Run's result, delivered once
+	cleanup   []func() error
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// Start serves resources on a new server and returns once its /readyz
-// answers 200. Storage is an embedded etcd in a temporary data dir (fsync
-// off), or, with CUSTOMAPI_TEST_ETCD_SERVERS set, the external etcd under a
-// key prefix of the test's own. The test fails if the server cannot start;
-// cleanup stops it and waits until it has stopped.
+// NewServer serves resources on a new server and returns once its /readyz
+// answers 200 (at most 60 s). Storage is an embedded etcd in a temporary
+// data dir (fsync off), or, with CUSTOMAPI_TEST_ETCD_SERVERS set, that
+// external etcd under a random key prefix of the server's own (deleted by
+// Close). It needs no testing.TB, so TestMain can share one server between
+// tests (give each test its own Namespace). On error everything started is
+// undone.
+func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err error) {
+	s := &Server{done: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			_ = s.runCleanup()
+		}
+	}()
+	dir, rm, err := tempDir()
+	if err != nil {
+		return nil, err
+	}
+	s.cleanup = append(s.cleanup, rm)
+	o := server.NewOptions()
+	o.DataDir = dir
+	o.EtcdUnsafeNoFsync = true
+	if cfg, ok := externalEtcd(); ok {
+		prefix, err := newPrefix()
+		if err != nil {
+			return nil, err
+		}
+		o.SetEtcd(cfg)
+		o.EtcdPrefix = prefix
+		s.cleanup = append(s.cleanup, func() error { return deletePrefix(cfg, prefix) })
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	o.Listener = l
+	if opts.Configure != nil {
+		opts.Configure(o)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("server config: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, cfg.Complete(), resources...)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.srv, s.cancel = srv, cancel
+	go func() { s.done <- srv.Run(ctx) }()
+	select {
+	case <-srv.ReadyNotify():
+	case err := <-s.done:
+		s.done <- err
+		_ = s.Close()
+		return nil, fmt.Errorf("server stopped before ready: %w", err)
+	case <-time.After(readyTimeout):
+		_ = s.Close()
+		return nil, fmt.Errorf("server not ready after %s", readyTimeout)
+	}
+
+	s.Config = &rest.Config{
+		Host:            cfg.URL,
+		BearerToken:     cfg.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
+		QPS:             -1, // no client-side rate limit in tests
+	}
+	if s.Dynamic, err = dynamic.NewForConfig(s.Config); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if s.HTTPClient, err = rest.HTTPClientFor(s.Config); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.URL = strings.TrimSuffix(cfg.URL, "/")
+	s.KubeconfigPath = cfg.KubeconfigPath
+	s.DataDir = cfg.Options.DataDir
+	return s, nil
+}
+
+// Registry returns the server's registry, for in-process clients
+// (client.For) that share its storage and watch cache: objects they write
+// are what HTTP clients read.
+func (s *Server) Registry() *registry.Registry { return s.srv.Registry() }
+
+// Close stops the server, waits until it has stopped, deletes its key
+// prefix on an external etcd and removes its data dir. It returns the
+// server's error other than a requested stop, or a clean-up error.
+// Idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		var runErr error
+		if s.srv != nil {
+			s.cancel()
+			if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
+				runErr = fmt.Errorf("server stopped with error: %w", err)
+			}
+			runErr = errors.Join(runErr, s.srv.Close())
+		}
+		s.closeErr = errors.Join(runErr, s.runCleanup())
+	})
+	return s.closeErr
+}
+
+func (s *Server) runCleanup() error {
+	var err error
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		err = errors.Join(err, s.cleanup[i]())
+	}
+	s.cleanup = nil
+	return err
+}
+
+// Start is NewServer for one test: it fails the test if the server cannot
+// start, and the test's cleanup closes it.
 func Start(tb testing.TB, resources ...resource.Resource) *Server {
 	tb.Helper()
 	return StartWithOptions(tb, nil, resources...)
@@ -54,89 +182,14 @@ func Start(tb testing.TB, resources ...resource.Resource) *Server {
 // server's options (flags) before the server is built.
 func StartWithOptions(tb testing.TB, configure func(*server.Options), resources ...resource.Resource) *Server {
 	tb.Helper()
-	opts := server.NewOptions()
-	opts.DataDir = tb.TempDir()
-	opts.EtcdUnsafeNoFsync = true
-	if servers := os.Getenv(EnvEtcdServers); servers != "" {
-		cfg, prefix := Etcd(tb)
-		opts.SetEtcd(cfg)
-		opts.EtcdPrefix = prefix
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := NewServer(Options{Configure: configure}, resources...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts.Listener = l
-	if configure != nil {
-		configure(opts)
-	}
-	cfg, err := opts.Config()
-	if err != nil {
-		_ = l.Close()
-		tb.Fatalf("server config: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg.Complete(), resources...)
-	if err != nil {
-		cancel()
-		_ = l.Close()
-		tb.Fatalf("server: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
 	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			tb.Errorf("server stopped with error: %v", err)
+		if err := s.Close(); err != nil {
+			tb.Error(err)
 		}
 	})
-	select {
-	case <-srv.ReadyNotify():
-	case err := <-done:
-		done <- err
-		tb.Fatalf("server stopped before ready: %v", err)
-	case <-time.After(60 * time.Second):
-		tb.Fatal("server not ready after 60s")
-	}
-
-	restConfig := &rest.Config{
-		Host:            cfg.URL,
-		BearerToken:     cfg.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
-		QPS:             -1, // no client-side rate limit in tests
-	}
-	dyn, err := dynamic.NewForConfig(restConfig)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	httpClient, err := rest.HTTPClientFor(restConfig)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &Server{
-		URL:            strings.TrimSuffix(cfg.URL, "/"),
-		Config:         restConfig,
-		Dynamic:        dyn,
-		HTTPClient:     httpClient,
-		KubeconfigPath: cfg.KubeconfigPath,
-		DataDir:        cfg.Options.DataDir,
-		Server:         srv,
-	}
-}
-
-// Client returns the typed in-process client of a resource the server
-// serves (see client.New): it shares the server's registry store, storage
-// and watch cache, so objects it writes are what HTTP clients read. It
-// fails the test if the server does not serve gvr or T and L do not fit.
-func Client[T client.Object, L client.ObjectList](tb testing.TB, s *Server, gvr schema.GroupVersionResource) *client.Client[T, L] {
-	tb.Helper()
-	store, ok := s.Server.Store(gvr)
-	if !ok {
-		tb.Fatalf("the server does not serve %s", gvr)
-	}
-	c, err := client.New[T, L](store)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return s
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 )
 
@@ -18,7 +19,11 @@ var customs = schema.GroupVersionResource{Group: "test", Version: "v1", Resource
 // dynamic client see the same objects.
 func TestStart(t *testing.T) {
 	s := customapitest.Start(t, install.Customs)
-	c := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, s, customs).Namespace("default")
+	all, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := all.Namespace("default")
 	created, err := c.Create(context.Background(), &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c1"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
 package customapitest
 
 import (
+	"context"
+	"errors"
+	"os"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
@@ -11,10 +12,20 @@ import (
 	"github.com/customapi/customapi/pkg/storage"
 )
 
-// StoreOptions adjusts NewStore. The zero value stores JSON with the watch
-// cache on, in the etcd of Etcd(tb).
-type StoreOptions struct {
-	// Etcd and Prefix, when Etcd has endpoints, are used instead of Etcd(tb).
+// tempDir makes a temporary directory and returns it with its removal.
+func tempDir() (string, func() error, error) {
+	dir, err := os.MkdirTemp("", "customapitest-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() error { return os.RemoveAll(dir) }, nil
+}
+
+// RegistryOptions adjusts OpenRegistry and NewRegistry. The zero value
+// stores JSON with the watch cache on, in a test etcd (see NewRegistry).
+type RegistryOptions struct {
+	// Etcd and Prefix, when Etcd has endpoints, are used as they are (the
+	// caller owns the prefix).
 	Etcd   etcd.ClientConfig
 	Prefix string
 	// DisableWatchCache reads from etcd directly.
@@ -23,35 +34,85 @@ type StoreOptions struct {
 	MediaType string
 }
 
-// NewStore builds the registry store of res on a test etcd and destroys it
-// when the test ends. It returns the store, the scheme and the etcd
-// configuration (for reading raw keys); it fails the test on error.
-func NewStore(tb testing.TB, res resource.Resource, opts StoreOptions) (*registry.Store, *runtime.Scheme, etcd.ClientConfig, string) {
-	tb.Helper()
+// Registry is a registry opened for tests: the registry itself, the etcd
+// it stores in and its key prefix (for raw reads).
+type Registry struct {
+	*registry.Registry
+	// Etcd is the etcd the registry stores in.
+	Etcd etcd.ClientConfig
+	// Prefix is the registry's key prefix.
+	Prefix string
+
+	cleanup func() error // deletes an external prefix of its own
+}
+
+// Close closes the registry (and the embedded etcd NewRegistry started)
+// and deletes the key prefix NewRegistry chose on an external etcd.
+// Idempotent.
+func (r *Registry) Close() error {
+	err := r.Registry.Close()
+	if c := r.cleanup; c != nil {
+		r.cleanup = nil
+		err = errors.Join(err, c())
+	}
+	return err
+}
+
+// NewRegistry opens a registry of resources for tests without a
+// testing.TB (TestMain). Without opts.Etcd it stores in
+// CUSTOMAPI_TEST_ETCD_SERVERS under a random prefix of its own (deleted by
+// Close) or, when that is unset, in an embedded etcd of its own (fsync off,
+// free loopback ports, temporary data dir; stopped by Close).
+func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
+	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache}
+	var cleanup []func() error
 	if len(opts.Etcd.Endpoints) == 0 {
-		opts.Etcd, opts.Prefix = Etcd(tb)
+		prefix, err := newPrefix()
+		if err != nil {
+			return nil, err
+		}
+		rc.Prefix = prefix
+		if cfg, ok := externalEtcd(); ok {
+			rc.Etcd = cfg
+			cleanup = append(cleanup, func() error { return deletePrefix(cfg, prefix) })
+		} else {
+			dir, rm, err := tempDir()
+			if err != nil {
+				return nil, err
+			}
+			cleanup = append(cleanup, rm)
+			rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: dir, UnsafeNoFsync: true, LogLevel: "error"}
+		}
 	}
-	scheme, err := resource.NewScheme(res)
+	runCleanup := func() error {
+		var err error
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			err = errors.Join(err, cleanup[i]())
+		}
+		return err
+	}
+	reg, err := registry.Open(context.Background(), rc, resources...)
+	if err != nil {
+		return nil, errors.Join(err, runCleanup())
+	}
+	if rc.Prefix == "" {
+		rc.Prefix = storage.DefaultPrefix
+	}
+	return &Registry{Registry: reg, Etcd: reg.EtcdConfig(), Prefix: rc.Prefix, cleanup: runCleanup}, nil
+}
+
+// OpenRegistry is NewRegistry for one test: it fails the test on error and
+// closes the registry when the test ends.
+func OpenRegistry(tb testing.TB, opts RegistryOptions, resources ...resource.Resource) *Registry {
+	tb.Helper()
+	reg, err := NewRegistry(opts, resources...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	getter, err := storage.Config{
-		Scheme:            scheme,
-		Etcd:              opts.Etcd,
-		Prefix:            opts.Prefix,
-		MediaType:         opts.MediaType,
-		DisableWatchCache: opts.DisableWatchCache,
-	}.RESTOptionsGetter()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := registry.New(scheme, res, getter)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(store.Destroy)
-	if err := store.WaitReady(tb.Context()); err != nil {
-		tb.Fatal(err)
-	}
-	return store, scheme, opts.Etcd, opts.Prefix
+	tb.Cleanup(func() {
+		if err := reg.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return reg
 }

@@ -20,6 +20,9 @@
 //   - labels, annotations and finalizers are validated as ObjectMeta is in
 //     Kubernetes.
 //
-// New returns a Store holding the main store and, with a status subresource,
-// the status store; Destroy releases their etcd connections and watch caches.
+// Open builds a Registry: the scheme of the declared resources, one Store per
+// resource (the main store and, with a status subresource, the status
+// store), readiness and the etcd health check, and optionally an embedded
+// etcd; Close releases the etcd connections, watch caches and the embedded
+// etcd. Only this package turns a storage.Config into stores.
 package registry

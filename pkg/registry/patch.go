@@ -157,9 +157,9 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 		exists := curMeta.GetUID() != ""
 		if !exists {
 			if !apply {
-				return nil, apierrors.NewNotFound(s.Resource.GroupResource(), name)
+				return nil, apierrors.NewNotFound(s.res.GroupResource(), name)
 			}
-			cur = s.Resource.New()
+			cur = s.res.New()
 		}
 		obj, err := mech(ctx, cur)
 		if err != nil {
@@ -170,7 +170,7 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 			return nil, apierrors.NewInternalError(err)
 		}
 		if !exists && m.GetUID() != "" {
-			return nil, apierrors.NewConflict(s.Resource.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", m.GetUID()))
+			return nil, apierrors.NewConflict(s.res.GroupResource(), name, fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", m.GetUID()))
 		}
 		if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(s.expectedNamespace(c.Namespace), m); err != nil {
 			return nil, err
@@ -199,7 +199,7 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 // unless fv is Ignore) into the Go type.
 func (s *Store) jsonPatch(pt types.PatchType, data []byte, fv string, fm *managedfields.FieldManager, mgr string) mechanism {
 	return func(ctx context.Context, cur runtime.Object) (runtime.Object, error) {
-		gv := s.Resource.GroupVersionKind.GroupVersion()
+		gv := s.res.GroupVersionKind.GroupVersion()
 		info, ok := runtime.SerializerInfoForMediaType(s.writes.codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 		if !ok {
 			return nil, apierrors.NewInternalError(fmt.Errorf("no JSON serializer"))
@@ -247,7 +247,7 @@ func (s *Store) jsonPatch(pt types.PatchType, data []byte, fv string, fm *manage
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
 		}
-		obj := s.Resource.New()
+		obj := s.res.New()
 		decodeErr := runtime.DecodeInto(codec, patched, obj)
 		if err := strictOutcome(ctx, fv, strictErrs, decodeErr, string(patched)); err != nil {
 			return nil, err
@@ -274,11 +274,11 @@ func (s *Store) strategicPatch(patchMap map[string]any, strictErrs []error, fv s
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		patched, err := strategicpatch.StrategicMergeMapPatch(orig, patchMap, s.Resource.New())
+		patched, err := strategicpatch.StrategicMergeMapPatch(orig, patchMap, s.res.New())
 		if err != nil {
 			return nil, interpretSMPError(err)
 		}
-		obj := s.Resource.New()
+		obj := s.res.New()
 		decodeErr := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, obj, fv != metav1.FieldValidationIgnore)
 		if err := strictOutcome(ctx, fv, strictErrs, decodeErr, fmt.Sprintf("%+v", patchMap)); err != nil {
 			return nil, err
@@ -301,8 +301,8 @@ func (s *Store) applyPatch(patchObj *unstructured.Unstructured, opts metav1.Patc
 // apply body holding a number the Go type cannot hold exactly
 // (CheckNumbers), as the HTTP server's number filter does.
 func (s *Store) checkNumbers(name string, content map[string]any) error {
-	if errs := CheckNumbers(nil, content, reflect.TypeOf(s.Resource.New())); len(errs) != 0 {
-		return apierrors.NewInvalid(s.Resource.GroupVersionKind.GroupKind(), name, errs)
+	if errs := CheckNumbers(nil, content, reflect.TypeOf(s.res.New())); len(errs) != 0 {
+		return apierrors.NewInvalid(s.res.GroupVersionKind.GroupKind(), name, errs)
 	}
 	return nil
 }

@@ -46,7 +46,9 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 	etcdConfig, prefix := customapitest.Etcd(t)
 	for _, res := range []resource.Resource{install.Customs, plainCustoms} {
 		t.Run(res.Plural, func(t *testing.T) {
-			store, _, _, _ := customapitest.NewStore(t, res, customapitest.StoreOptions{Etcd: etcdConfig, Prefix: prefix})
+			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: etcdConfig, Prefix: prefix}, res)
+			st, _ := reg.Store(res.GroupVersionResource())
+			store := st.REST()
 			ctx := genericapirequest.WithNamespace(t.Context(), "default")
 			for i, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gen-%d", i)},
 						Spec:       testv1.CustomSpec{Replicas: 1, Message: "hello"},
 					}
-					created, err := store.Main.Create(ctx, in, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+					created, err := store.Create(ctx, in, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -63,7 +65,7 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 					}
 					next := created.DeepCopyObject().(*testv1.Custom)
 					tc.mutate(next)
-					out, _, err := store.Main.Update(ctx, next.Name, rest.DefaultUpdatedObjectInfo(next),
+					out, _, err := store.Update(ctx, next.Name, rest.DefaultUpdatedObjectInfo(next),
 						rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 					if err != nil {
 						t.Fatal(err)

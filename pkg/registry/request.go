@@ -41,14 +41,14 @@ type writeLayer struct {
 }
 
 func newWriteLayer(scheme *runtime.Scheme, tc managedfields.TypeConverter, s *Store) (*writeLayer, error) {
-	gvk := s.Resource.GroupVersionKind
+	gvk := s.res.GroupVersionKind
 	w := &writeLayer{scheme: scheme, codecs: serializer.NewCodecFactory(scheme)}
 	var err error
-	if w.main, err = newFieldManager(tc, scheme, gvk, "", s.Main); err != nil {
+	if w.main, err = newFieldManager(tc, scheme, gvk, "", s.main); err != nil {
 		return nil, err
 	}
-	if s.Status != nil {
-		if w.status, err = newFieldManager(tc, scheme, gvk, "status", s.Status); err != nil {
+	if s.status != nil {
+		if w.status, err = newFieldManager(tc, scheme, gvk, "status", s.status); err != nil {
 			return nil, err
 		}
 	}
@@ -61,11 +61,11 @@ func newWriteLayer(scheme *runtime.Scheme, tc managedfields.TypeConverter, s *St
 func (s *Store) target(name, sub string) (rest.Updater, *managedfields.FieldManager, error) {
 	switch {
 	case sub == "":
-		return &mainREST{Store: s.Main}, s.writes.main, nil
-	case sub == "status" && s.Status != nil:
-		return &statusREST{store: s.Status}, s.writes.status, nil
+		return s.mainREST(), s.writes.main, nil
+	case sub == "status" && s.status != nil:
+		return s.statusREST(), s.writes.status, nil
 	default:
-		return nil, nil, apierrors.NewNotFound(s.Resource.GroupResource(), name+"/"+sub)
+		return nil, nil, apierrors.NewNotFound(s.res.GroupResource(), name+"/"+sub)
 	}
 }
 
@@ -94,12 +94,12 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(s.expectedNamespace(c.Namespace), m); err != nil {
 		return nil, err
 	}
-	obj = s.writes.main.UpdateNoErrors(s.Resource.New(), obj, managerOr(opts.FieldManager, c.DefaultManager))
-	out, err := s.Main.Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
+	obj = s.writes.main.UpdateNoErrors(s.res.New(), obj, managerOr(opts.FieldManager, c.DefaultManager))
+	out, err := s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
 	if apierrors.IsRequestEntityTooLargeError(err) {
 		if m, merr := meta.Accessor(obj); merr == nil && len(m.GetManagedFields()) > 0 {
 			m.SetManagedFields(nil)
-			out, err = s.Main.Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
+			out, err = s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
 		}
 	}
 	return out, err
@@ -154,7 +154,7 @@ func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts m
 // expectedNamespace is the namespace an object of the store must have in
 // a request for namespace ns (rest.ExpectedNamespaceForResource).
 func (s *Store) expectedNamespace(ns string) string {
-	if s.Resource.ClusterScoped {
+	if s.res.ClusterScoped {
 		return ""
 	}
 	return ns

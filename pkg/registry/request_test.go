@@ -36,7 +36,8 @@ func TestFieldManagerFromUserAgent(t *testing.T) {
 // caller's default manager, the options' validation, subresources and
 // patch types the HTTP server does not serve either.
 func TestRequestLayer(t *testing.T) {
-	store, _, _, _ := customapitest.NewStore(t, install.Customs, customapitest.StoreOptions{})
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{}, install.Customs)
+	store, _ := reg.Store(install.Customs.GroupVersionResource())
 	ctx := t.Context()
 	caller := registry.Caller{Namespace: "ns1", DefaultManager: "go-program"}
 	obj := &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c1"}, Spec: testv1.CustomSpec{Replicas: 1}}

@@ -14,13 +14,37 @@ import (
 // main resource under its plural name and, with a status subresource,
 // "<plural>/status", which only gets, updates and patches.
 func (s *Store) RESTStorage() map[string]rest.Storage {
-	out := map[string]rest.Storage{
-		s.Resource.Plural: &mainREST{Store: s.Main, shortNames: s.Resource.ShortNames, categories: s.Resource.Categories},
-	}
-	if s.Status != nil {
-		out[s.Resource.Plural+"/status"] = &statusREST{store: s.Status}
+	out := map[string]rest.Storage{s.res.Plural: s.mainREST()}
+	if st := s.statusREST(); st != nil {
+		out[s.res.Plural+"/status"] = st
 	}
 	return out
+}
+
+// REST returns the main resource's storage as the HTTP server installs it
+// (namespace check, error mapping), for the in-process client: every
+// request through it gets the rules an HTTP request gets below the
+// handlers.
+func (s *Store) REST() rest.StandardStorage { return s.mainREST() }
+
+// StatusREST returns the status subresource's updater as the HTTP server
+// installs it, or nil when the resource has no status subresource.
+func (s *Store) StatusREST() rest.Updater {
+	if st := s.statusREST(); st != nil {
+		return st
+	}
+	return nil
+}
+
+func (s *Store) mainREST() *mainREST {
+	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories}
+}
+
+func (s *Store) statusREST() *statusREST {
+	if s.status == nil {
+		return nil
+	}
+	return &statusREST{store: s.status}
 }
 
 // mainREST is the main resource: the generic store plus the short names
@@ -55,11 +79,17 @@ func (r *statusREST) Destroy() {}
 
 // Get returns the object; its status is what the subresource serves.
 func (r *statusREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	if err := checkNamespace(ctx); err != nil {
+		return nil, err
+	}
 	return r.store.Get(ctx, name, options)
 }
 
 // Update writes the status of the object, ignoring every other change.
 func (r *statusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	if err := checkNamespace(ctx); err != nil {
+		return nil, false, err
+	}
 	// A status update never creates the object.
 	return r.store.Update(ctx, name, clientUpdate{objInfo}, createValidation, updateValidation, false, options)
 }

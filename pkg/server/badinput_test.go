@@ -17,11 +17,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -332,7 +332,11 @@ func trickle(w io.Writer, body []byte, done <-chan struct{}) {
 func TestNumbersNeverNarrowedInProcess(t *testing.T) {
 	e := start(t)
 	c1 := e.create(t, custom("c1"))
-	customs := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, e.Server, schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}).Namespace("ns1")
+	all, err := client.For[*testv1.Custom, *testv1.CustomList](e.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	customs := all.Namespace("ns1")
 	for _, v := range []string{"10000000000", "4294967297", "-2147483649", "1.5", `"1"`} {
 		for _, p := range []struct {
 			pt   types.PatchType

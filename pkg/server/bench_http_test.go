@@ -13,7 +13,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -40,8 +39,7 @@ func BenchmarkHTTPCreate(b *testing.B) {
 		ec := e.ClientConfig()
 		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
 	}, install.Customs)
-	store, _ := s.Server.Store(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"})
-	customs, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func (b *requestBody) statusError(err error) error {
 // in their typed decode. Bodies longer than maxBytes, or that do not
 // decode, are passed on for the handler to refuse. stores are the served
 // resources' registry stores.
-func withNumberCheck(next http.Handler, stores map[schema.GroupVersionResource]*registry.Store, maxBytes int64, codecs serializer.CodecFactory) http.Handler {
+func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource) (*registry.Store, bool), maxBytes int64, codecs serializer.CodecFactory) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPatch || req.Body == nil {
 			next.ServeHTTP(w, req)
@@ -198,7 +198,7 @@ func withNumberCheck(next http.Handler, stores map[schema.GroupVersionResource]*
 			return
 		}
 		gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
-		st, ok := stores[gvr]
+		st, ok := stores(gvr)
 		if !ok {
 			next.ServeHTTP(w, req)
 			return
@@ -219,8 +219,8 @@ func withNumberCheck(next http.Handler, stores map[schema.GroupVersionResource]*
 			next.ServeHTTP(w, req)
 			return
 		}
-		if errs := registry.CheckNumbers(nil, content, reflect.TypeOf(st.Resource.New())); len(errs) != 0 {
-			err := apierrors.NewInvalid(st.Resource.GroupVersionKind.GroupKind(), info.Name, errs)
+		if errs := registry.CheckNumbers(nil, content, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
+			err := apierrors.NewInvalid(st.Resource().GroupVersionKind.GroupKind(), info.Name, errs)
 			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
 			return
 		}

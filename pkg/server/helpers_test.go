@@ -45,10 +45,10 @@ func start(t *testing.T) env {
 
 // startOn serves customs on a new server storing in the given etcd under
 // prefix, so several servers (and the test) can share one etcd.
-func startOn(t *testing.T, etcdConfig etcd.ClientConfig, prefix string, mode storageMode) env {
+func startOn(t *testing.T, ec etcd.ClientConfig, prefix string, mode storageMode) env {
 	t.Helper()
 	return env{customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.SetEtcd(etcdConfig)
+		o.SetEtcd(ec)
 		o.EtcdPrefix = prefix
 		o.WatchCache = mode.watchCache
 	}, install.Customs)}

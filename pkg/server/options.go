@@ -7,11 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
@@ -108,7 +106,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Key of --etcd-certfile.")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every key in etcd: objects are at <prefix>/<group>/<resource>/[<namespace>/]<name>.")
 	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve lists, gets and watches from an in-memory cache fed by an etcd watch.")
-	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, or application/cbor (smaller, faster to decode).")
+	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, application/cbor (smaller, faster to decode), or application/vnd.kubernetes.protobuf (only for types with generated protobuf marshallers).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "AlwaysAllow: every authenticated user may do everything. Webhook: ask the SubjectAccessReview webhook of --authorization-webhook-config-file.")
@@ -134,13 +132,15 @@ func (o *Options) Validate() error {
 	} else if o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != "" {
 		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"))
 	}
-	if !strings.HasPrefix(o.EtcdPrefix, "/") || o.EtcdPrefix == "/" {
-		errs = append(errs, fmt.Errorf("--etcd-prefix %q must start with / and name a directory", o.EtcdPrefix))
+	if o.EtcdPrefix == "" {
+		errs = append(errs, errors.New("--etcd-prefix must not be empty"))
+	} else if err := storage.CheckPrefix(o.EtcdPrefix); err != nil {
+		errs = append(errs, fmt.Errorf("--etcd-prefix: %w", err))
 	}
-	switch o.StorageMediaType {
-	case runtime.ContentTypeJSON, runtime.ContentTypeYAML, runtime.ContentTypeCBOR:
-	default:
-		errs = append(errs, fmt.Errorf("--storage-media-type %q is not supported (application/json, application/yaml, application/cbor)", o.StorageMediaType))
+	if o.StorageMediaType == "" {
+		errs = append(errs, errors.New("--storage-media-type must not be empty"))
+	} else if err := storage.CheckMediaType(o.StorageMediaType); err != nil {
+		errs = append(errs, fmt.Errorf("--storage-media-type: %w", err))
 	}
 	switch o.AuthorizationMode {
 	case AuthorizationAlwaysAllow:

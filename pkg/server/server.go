@@ -13,10 +13,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
@@ -30,17 +26,12 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authorizationcel "k8s.io/apiserver/pkg/authorization/cel"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
-	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/plugin/pkg/authorizer/webhook"
 	webhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
 	"k8s.io/client-go/tools/clientcmd"
@@ -52,28 +43,20 @@ import (
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/storage"
 )
 
 // KubernetesVersion is the Kubernetes API version customapi's server
 // speaks (the k8s.io/apiserver it is built on), reported by /version.
 const KubernetesVersion = "1.37"
 
-// storageReadyTimeout bounds how long New waits for the stores' watch
-// caches to fill from etcd.
-const storageReadyTimeout = time.Minute
-
 // Server is an API server for a set of resources. Create it with New, then
 // call Run; Close releases a server that is not run (Run releases it when
 // it returns).
 type Server struct {
-	generic *genericapiserver.GenericAPIServer
-	config  CompletedConfig
-	scheme  *runtime.Scheme
-	stores  map[schema.GroupVersionResource]*registry.Store
-	etcd    *etcd.Embedded
-	ready   chan struct{}
-	stop    chan struct{} // closed when the server stops, ends the etcd checks
+	generic  *genericapiserver.GenericAPIServer
+	config   CompletedConfig
+	registry *registry.Registry
+	ready    chan struct{}
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -84,9 +67,9 @@ type Server struct {
 	releaseErr  error
 }
 
-// New builds the server for resources: it builds their scheme, starts the
-// embedded etcd (unless the config names external servers), creates one
-// registry store per resource (waiting for their watch caches) and the
+// New builds the server for resources: it opens their registry
+// (registry.Open: scheme, embedded etcd unless the config names external
+// servers, one store per resource, waiting for their watch caches) and the
 // generic API server with authentication, authorization, OpenAPI and the
 // resources' API groups installed. It does not serve yet: Run does.
 // The server takes over the config's data dir lock and listener; on error
@@ -111,66 +94,24 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, fmt.Errorf("server: start-up abandoned: %w", err)
 	}
 	o := cfg.Options
-	scheme, err := resource.NewScheme(resources...)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range resources {
-		if r.OpenAPIDefinitions == nil {
-			return nil, fmt.Errorf("server: resource %s has no OpenAPIDefinitions (generate them with openapi-gen; server-side apply and kubectl explain need them)", r.GroupResource())
-		}
-	}
-	codecs := serializer.NewCodecFactory(scheme, serializer.EnableStrict)
-
-	s := &Server{config: cfg, scheme: scheme, stores: map[schema.GroupVersionResource]*registry.Store{}, ready: make(chan struct{}), stop: make(chan struct{})}
+	s := &Server{config: cfg, ready: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			_ = s.release()
 		}
 	}()
-
-	etcdConfig := o.etcdClientConfig()
+	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
 	if len(o.EtcdServers) == 0 {
-		s.etcd, err = etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{
-			DataDir:       filepath.Join(o.DataDir, etcdDir),
-			UnsafeNoFsync: o.EtcdUnsafeNoFsync,
-		})
-		if err != nil {
-			return nil, err
-		}
-		etcdConfig = s.etcd.ClientConfig()
+		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+	} else {
+		rc.Etcd = o.etcdClientConfig()
 	}
-	getter, err := storage.Config{
-		Scheme:            scheme,
-		Etcd:              etcdConfig,
-		Prefix:            o.EtcdPrefix,
-		MediaType:         o.StorageMediaType,
-		DisableWatchCache: !o.WatchCache,
-	}.RESTOptionsGetter()
-	if err != nil {
-		return nil, err
+	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("server: start-up abandoned while connecting to etcd: %w", ctx.Err())
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("server: %w; is etcd reachable at %s?", err, strings.Join(etcdConfig.Endpoints, ","))
-		}
-		return nil, err
-	}
-	readyCtx, cancel := context.WithTimeout(ctx, storageReadyTimeout)
-	defer cancel()
-	for _, st := range s.stores {
-		if err := st.WaitReady(readyCtx); err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("server: start-up abandoned while waiting for the watch caches: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("server: storage not ready after %s: %w; is etcd reachable at %s?", storageReadyTimeout, err, strings.Join(etcdConfig.Endpoints, ","))
-		}
-	}
+	codecs := s.registry.Codecs()
 
-	gc, err := s.genericConfig(codecs, resources, etcdConfig)
+	gc, err := s.genericConfig(codecs, resources)
 	if err != nil {
 		return nil, err
 	}
@@ -194,55 +135,15 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	return s, nil
 }
 
-// openStores creates one registry store per resource. Creating a store
-// connects to etcd, which k8s.io/apiserver bounds (20 s) but does not let
-// a context end, so this returns as soon as ctx ends; the stores created
-// meanwhile are destroyed once their creation is over.
-func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, resources []resource.Resource) (map[schema.GroupVersionResource]*registry.Store, error) {
-	type result struct {
-		stores map[schema.GroupVersionResource]*registry.Store
-		err    error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r := result{stores: map[schema.GroupVersionResource]*registry.Store{}}
-		for _, res := range resources {
-			st, err := registry.New(scheme, res, getter)
-			if err != nil {
-				r.err = err
-				break
-			}
-			r.stores[res.GroupVersionResource()] = st
-		}
-		done <- r
-	}()
-	destroy := func(r result) {
-		for _, st := range r.stores {
-			st.Destroy()
-		}
-	}
-	select {
-	case r := <-done:
-		if r.err != nil {
-			destroy(r)
-			return nil, r.err
-		}
-		return r.stores, nil
-	case <-ctx.Done():
-		go func() { destroy(<-done) }()
-		return nil, ctx.Err()
-	}
-}
-
 // genericConfig builds k8s.io/apiserver's configuration: serving,
 // authentication, authorization, OpenAPI, version and health checks.
-func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource, etcdConfig etcd.ClientConfig) (*genericapiserver.Config, error) {
+func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource) (*genericapiserver.Config, error) {
 	o := s.config.Options
 	gc := genericapiserver.NewConfig(codecs)
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withNumberCheck(rejectInvalidNamespaces(api, codecs), s.stores, c.MaxRequestBodyBytes, codecs)
+		inner := withNumberCheck(api, s.registry.Store, c.MaxRequestBodyBytes, codecs)
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
 	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
@@ -283,17 +184,13 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 
 	defs := mergedDefinitions(resources)
-	namer := openapinamer.NewDefinitionNamer(s.scheme)
+	namer := openapinamer.NewDefinitionNamer(s.registry.Scheme())
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	gc.OpenAPIConfig.Info.Title = "customapi"
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	gc.OpenAPIV3Config.Info.Title = "customapi"
 
-	etcdCheck, err := etcdReadyCheck(etcdConfig, s.stop)
-	if err != nil {
-		return nil, err
-	}
-	gc.AddHealthChecks(etcdCheck)
+	gc.AddHealthChecks(healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() }))
 	return gc, nil
 }
 
@@ -356,7 +253,7 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 		g := r.GroupVersionKind.Group
 		info, ok := byGroup[g]
 		if !ok {
-			i := genericapiserver.NewDefaultAPIGroupInfo(g, s.scheme, metav1.ParameterCodec, codecs)
+			i := genericapiserver.NewDefaultAPIGroupInfo(g, s.registry.Scheme(), metav1.ParameterCodec, codecs)
 			info = &i
 			byGroup[g] = info
 			groups = append(groups, g)
@@ -365,7 +262,8 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 		if info.VersionedResourcesStorageMap[v] == nil {
 			info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{}
 		}
-		for path, st := range s.stores[r.GroupVersionResource()].RESTStorage() {
+		st, _ := s.registry.Store(r.GroupVersionResource())
+		for path, st := range st.RESTStorage() {
 			info.VersionedResourcesStorageMap[v][path] = st
 		}
 	}
@@ -417,10 +315,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 
 	var etcdFailure error
 	var watching sync.WaitGroup
-	if s.etcd != nil {
+	if etcdErr := s.registry.EmbeddedEtcdErr(); etcdErr != nil {
 		watching.Go(func() {
 			select {
-			case err, ok := <-s.etcd.Err():
+			case err, ok := <-etcdErr:
 				if !ok || err == nil {
 					err = errors.New("stopped serving")
 				}
@@ -434,7 +332,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	cancel()
 	watching.Wait()
 	if etcdFailure != nil {
-		return errors.Join(fmt.Errorf("server: embedded etcd (%s) stopped serving (its log has the cause): %w", strings.Join(s.etcd.Endpoints(), ","), etcdFailure), err)
+		return errors.Join(fmt.Errorf("server: embedded etcd (%s) stopped serving (its log has the cause): %w", strings.Join(s.registry.EtcdConfig().Endpoints, ","), etcdFailure), err)
 	}
 	return err
 }
@@ -482,40 +380,30 @@ func (s *Server) Config() Config { return s.config.Config }
 // EmbeddedEtcdctlFlags returns the etcdctl flags that reach the embedded etcd
 // (endpoint, CA, client certificate and key; see etcd.Embedded.EtcdctlFlags),
 // or "" when the server uses external etcd servers.
-func (s *Server) EmbeddedEtcdctlFlags() string {
-	if s.etcd == nil {
-		return ""
-	}
-	return s.etcd.EtcdctlFlags()
-}
+func (s *Server) EmbeddedEtcdctlFlags() string { return s.registry.EmbeddedEtcdctlFlags() }
 
-// Store returns the registry store of a served resource, for in-process
-// clients (client.New) that share the server's storage and watch cache.
-func (s *Server) Store(gvr schema.GroupVersionResource) (*registry.Store, bool) {
-	st, ok := s.stores[gvr]
-	return st, ok
-}
+// Registry returns the registry the server serves, for in-process clients
+// (client.For) that share its storage and watch cache. Close (or the end
+// of Run) closes it.
+func (s *Server) Registry() *registry.Registry { return s.registry }
 
 // Handler returns the server's full HTTP handler (authentication,
 // authorization and all API endpoints), for embedding.
 func (s *Server) Handler() http.Handler { return s.generic.Handler }
 
-// release stops what New started, once: the etcd health check, the
-// generic server's storage (its destroy functions are idempotent), the
-// stores, the embedded etcd, then the listener and the data dir lock.
+// release stops what New started, once: the generic server's storage
+// (its destroy functions are idempotent), the registry (stores, etcd
+// check, embedded etcd), then the listener and the data dir lock.
 func (s *Server) release() error {
 	s.releaseOnce.Do(func() {
-		close(s.stop)
 		if s.generic != nil {
 			s.generic.Destroy()
 		}
-		for _, st := range s.stores {
-			st.Destroy()
+		var regErr error
+		if s.registry != nil {
+			regErr = s.registry.Close()
 		}
-		if s.etcd != nil {
-			s.etcd.Close()
-		}
-		s.releaseErr = s.config.owned.release()
+		s.releaseErr = errors.Join(regErr, s.config.owned.release())
 	})
 	return s.releaseErr
 }
@@ -532,22 +420,6 @@ func mergedDefinitions(resources []resource.Resource) common.GetOpenAPIDefinitio
 		}
 		return out
 	}
-}
-
-// etcdReadyCheck reports whether etcd answers, for /healthz, /livez and
-// /readyz:
-// kube-apiserver's own etcd check (a linearizable read, 2 s timeout).
-func etcdReadyCheck(cfg etcd.ClientConfig, stopCh <-chan struct{}) (healthz.HealthChecker, error) {
-	backend := storagebackend.NewDefaultConfig("/", nil)
-	backend.Transport.ServerList = cfg.Endpoints
-	backend.Transport.TrustedCAFile = cfg.CAFile
-	backend.Transport.CertFile = cfg.CertFile
-	backend.Transport.KeyFile = cfg.KeyFile
-	check, err := factory.CreateReadyCheck(*backend, stopCh)
-	if err != nil {
-		return nil, fmt.Errorf("server: etcd check: %w", err)
-	}
-	return healthz.NamedCheck("etcd", func(*http.Request) error { return check() }), nil
 }
 
 // servedVersion is /version: the Kubernetes API version customapi speaks,
@@ -588,22 +460,4 @@ func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryver
 		}
 	}
 	return info
-}
-
-// rejectInvalidNamespaces answers 400 BadRequest to resource requests whose
-// namespace is not a valid namespace name (for example ".." or "."). The
-// generic registry puts the namespace into the etcd key unchecked, and the
-// storage then refuses the key with a 500 ("invalid key").
-func rejectInvalidNamespaces(next http.Handler, codecs serializer.CodecFactory) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		info, ok := genericapirequest.RequestInfoFrom(req.Context())
-		if ok && info.IsResourceRequest && info.Namespace != "" {
-			if msgs := apimachineryvalidation.ValidateNamespaceName(info.Namespace, false); len(msgs) != 0 {
-				err := apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", info.Namespace, strings.Join(msgs, "; ")))
-				responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
-				return
-			}
-		}
-		next.ServeHTTP(w, req)
-	})
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,9 +39,9 @@ type Config struct {
 	// Prefix is prepended to every key; "" means DefaultPrefix. It must
 	// start with "/".
 	Prefix string
-	// MediaType is the storage encoding; "" means application/json.
-	// application/yaml and application/cbor work for any type;
-	// application/vnd.kubernetes.protobuf needs generated marshallers.
+	// MediaType is the storage encoding, one of MediaTypes; "" means
+	// application/json. application/yaml and application/cbor work for any
+	// type; application/vnd.kubernetes.protobuf needs generated marshallers.
 	MediaType string
 	// DisableWatchCache serves every read from etcd instead of from the
 	// watch cache (kube-apiserver's --watch-cache=false).
@@ -73,8 +72,11 @@ func (c Config) Validate() error {
 	if err := c.Etcd.Validate(); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	if c.Prefix != "" && (!strings.HasPrefix(c.Prefix, "/") || c.Prefix == "/") {
-		return fmt.Errorf("storage: prefix %q must start with / and name a directory", c.Prefix)
+	if err := CheckPrefix(c.Prefix); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	if err := CheckMediaType(c.MediaType); err != nil {
+		return fmt.Errorf("storage: %w", err)
 	}
 	return nil
 }
@@ -101,11 +103,7 @@ func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 	if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType); !ok {
 		return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", mediaType)
 	}
-	backend := storagebackend.NewDefaultConfig(prefix, nil)
-	backend.Transport.ServerList = c.Etcd.Endpoints
-	backend.Transport.TrustedCAFile = c.Etcd.CAFile
-	backend.Transport.CertFile = c.Etcd.CertFile
-	backend.Transport.KeyFile = c.Etcd.KeyFile
+	backend := backend(c.Etcd, prefix)
 	switch {
 	case c.CompactionInterval < 0:
 		backend.CompactionInterval = 0
@@ -184,7 +182,7 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 		StorageConfig:           backend.ForResource(gr),
 		Decorator:               withUnavailable(withStatusErrors(decorator), g.writeTimeout, g.readTimeout),
 		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          gr.Group + "/" + gr.Resource,
+		ResourcePrefix:          ResourcePrefix(gr),
 	}, nil
 }
 

@@ -82,8 +82,8 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, prefix := customapitest.Etcd(t)
-			store, _, _, _ := customapitest.NewStore(t, install.Customs, customapitest.StoreOptions{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType})
-			c, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType}, install.Customs)
+			c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 			if err != nil {
 				t.Fatal(err)
 			}

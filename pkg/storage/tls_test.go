@@ -78,8 +78,8 @@ func TestExternalEtcdWithTLS(t *testing.T) {
 		CertFile:  filepath.Join(dir, "client.crt"),
 		KeyFile:   filepath.Join(dir, "client.key"),
 	}
-	store, _, _, _ := customapitest.NewStore(t, install.Customs, customapitest.StoreOptions{Etcd: tlsConfig, Prefix: "/registry"})
-	customs, err := client.New[*testv1.Custom, *testv1.CustomList](store)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: tlsConfig, Prefix: "/registry"}, install.Customs)
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		t.Fatal(err)
 	}

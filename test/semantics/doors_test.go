@@ -22,6 +22,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
@@ -94,7 +95,10 @@ func (w *warnings) all() []string {
 // doorsOf returns the two doors of one running server.
 func doorsOf(t *testing.T, s *customapitest.Server, watchCache bool) []door {
 	t.Helper()
-	inproc := customapitest.Client[*testv1.Custom, *testv1.CustomList](t, s, customsGVR)
+	inproc, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cache := map[bool]string{true: "on", false: "off"}[watchCache]
 	return []door{
 		{

@@ -15,8 +15,10 @@ import (
 // A cluster-scoped user type: keys without namespace, defaulting, the
 // user's validation and an immutable field.
 func TestDevices(t *testing.T) {
-	store, _, cfg, prefix := customapitest.NewStore(t, fleetapi.Devices, customapitest.StoreOptions{})
-	devices, err := client.New[*fleetv1alpha1.Device, *fleetv1alpha1.DeviceList](store)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{}, fleetapi.Devices)
+	cfg := reg.Etcd
+	prefix := reg.Prefix
+	devices, err := client.For[*fleetv1alpha1.Device, *fleetv1alpha1.DeviceList](reg.Registry, fleetapi.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package semantics_test
+package registry_test
 
 // The REST conformance tester kube-apiserver runs against its registries
 // (k8s.io/apiserver/pkg/registry/rest/resttest, through
@@ -12,12 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	genericregistrytest "k8s.io/apiserver/pkg/registry/generic/testing"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/registry"
 )
 
 // restTester returns the tester on a fresh store of customs: the tester
@@ -29,11 +29,8 @@ import (
 // watch cache.
 func restTester(t *testing.T) *genericregistrytest.Tester {
 	t.Helper()
-	store, _, _, _ := customapitest.NewStore(t, install.Customs, customapitest.StoreOptions{DisableWatchCache: true})
-	// After the constructor lands, an accessor of pkg/registry's
-	// export_test.go gives this store instead of the exported field.
-	var main *genericregistry.Store = store.Main
-	return genericregistrytest.New(t, main)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{DisableWatchCache: true}, install.Customs)
+	return genericregistrytest.New(t, registry.GenericStore(reg.Registry, install.Customs.GroupVersionResource()))
 }
 
 func validCustom() *testv1.Custom {

@@ -1,0 +1,26 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
+)
+
+// For returns the typed client of res in reg, bound to no namespace (see
+// Namespace). It shares reg's storage and watch cache, so what it writes
+// is what HTTP clients of a server on reg read. It returns an error when
+// reg is nil, was not opened with res, or res's New and NewList do not
+// return a T and an L. opts set the client's field manager
+// (WithFieldManager).
+func For[T Object, L ObjectList](reg *registry.Registry, res resource.Resource, opts ...Option) (*Client[T, L], error) {
+	if reg == nil {
+		return nil, errors.New("client: a registry is required (registry.Open)")
+	}
+	store, ok := reg.Store(res.GroupVersionResource())
+	if !ok {
+		return nil, fmt.Errorf("client: the registry was not opened with %s", res.GroupVersionResource())
+	}
+	return newClient[T, L](store, opts...)
+}

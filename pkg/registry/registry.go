@@ -1,0 +1,315 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/registry/generic"
+
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// DefaultReadyTimeout bounds how long Open waits for the stores' watch
+// caches to fill from etcd when ctx has no earlier deadline.
+const DefaultReadyTimeout = time.Minute
+
+// Config says where and how a registry stores its objects. Exactly one of
+// Etcd (with endpoints) and EmbeddedEtcd is set; every other zero value
+// means the default.
+type Config struct {
+	// Etcd is an external etcd cluster (endpoints and TLS files).
+	Etcd etcd.ClientConfig
+	// EmbeddedEtcd, when set, makes Open start an embedded etcd with this
+	// configuration; the registry owns it and Close stops it.
+	EmbeddedEtcd *etcd.EmbeddedConfig
+	// Prefix is prepended to every key; "" means storage.DefaultPrefix
+	// ("/registry"). See storage.CheckPrefix.
+	Prefix string
+	// MediaType is the storage encoding, one of storage.MediaTypes; ""
+	// means application/json.
+	MediaType string
+	// DisableWatchCache serves every read from etcd instead of the watch
+	// cache (kube-apiserver's --watch-cache=false).
+	DisableWatchCache bool
+	// CompactionInterval is how often old revisions are compacted; 0 means
+	// storage.DefaultCompactionInterval, negative disables compaction.
+	CompactionInterval time.Duration
+	// WriteTimeout and ReadTimeout bound each etcd write and read; 0 means
+	// storage.DefaultWriteTimeout / DefaultReadTimeout (8 s), negative no
+	// bound. See storage.Config.
+	WriteTimeout, ReadTimeout time.Duration
+}
+
+// Registry is the set of stores of declared resources on one etcd, with
+// their scheme and codecs: what the HTTP server installs and what the
+// in-process client (client.For) uses. Build it with Open and release it
+// with Close. It is safe for concurrent use.
+type Registry struct {
+	scheme    *runtime.Scheme
+	codecs    serializer.CodecFactory
+	resources []resource.Resource
+	stores    map[schema.GroupVersionResource]*Store
+	prefix    string
+	etcdCfg   etcd.ClientConfig
+	embedded  *etcd.Embedded
+	etcdCheck func() error
+	stop      chan struct{} // closed by Close: ends the etcd check
+
+	closeOnce sync.Once
+}
+
+// Open builds the registry of resources: their scheme, one store per
+// resource (strategy, table columns, watch cache unless disabled), the
+// embedded etcd when cfg.EmbeddedEtcd is set, and kube-apiserver's etcd
+// health check; it returns once every store serves requests (the watch
+// caches have listed etcd). Errors, never panics: no resources, a resource
+// without OpenAPIDefinitions, an invalid declaration, Config or media type
+// for a type, etcd that cannot start or be reached within
+// DefaultReadyTimeout (the error names the endpoints), or ctx ending first
+// (the error wraps ctx.Err()). On error everything already started is
+// released before Open returns (a store whose construction is still
+// connecting is released once that is over).
+func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg *Registry, err error) {
+	if len(resources) == 0 {
+		return nil, errors.New("registry: no resources")
+	}
+	for _, r := range resources {
+		if r.OpenAPIDefinitions == nil {
+			return nil, fmt.Errorf("registry: resource %s has no OpenAPIDefinitions (generate them with openapi-gen; server-side apply and kubectl explain need them)", r.GroupResource())
+		}
+	}
+	if cfg.EmbeddedEtcd != nil && len(cfg.Etcd.Endpoints) != 0 {
+		return nil, errors.New("registry: set Etcd or EmbeddedEtcd, not both")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("registry: open abandoned: %w", err)
+	}
+	scheme, err := resource.NewScheme(resources...)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{
+		scheme:    scheme,
+		codecs:    serializer.NewCodecFactory(scheme, serializer.EnableStrict),
+		resources: append([]resource.Resource(nil), resources...),
+		stores:    map[schema.GroupVersionResource]*Store{},
+		prefix:    cfg.Prefix,
+		etcdCfg:   cfg.Etcd,
+		stop:      make(chan struct{}),
+	}
+	if r.prefix == "" {
+		r.prefix = storage.DefaultPrefix
+	}
+	defer func() {
+		if err != nil {
+			_ = r.Close()
+		}
+	}()
+	sc := storage.Config{
+		Scheme:             scheme,
+		Etcd:               cfg.Etcd,
+		Prefix:             cfg.Prefix,
+		MediaType:          cfg.MediaType,
+		DisableWatchCache:  cfg.DisableWatchCache,
+		CompactionInterval: cfg.CompactionInterval,
+		WriteTimeout:       cfg.WriteTimeout,
+		ReadTimeout:        cfg.ReadTimeout,
+	}
+	if cfg.EmbeddedEtcd == nil {
+		// Validate before anything connects.
+		if err := sc.Validate(); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := storage.CheckPrefix(cfg.Prefix); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		if err := storage.CheckMediaType(cfg.MediaType); err != nil {
+			return nil, fmt.Errorf("registry: %w", err)
+		}
+		if r.embedded, err = etcd.StartEmbedded(ctx, *cfg.EmbeddedEtcd); err != nil {
+			return nil, err
+		}
+		r.etcdCfg = r.embedded.ClientConfig()
+		sc.Etcd = r.etcdCfg
+	}
+	getter, err := sc.RESTOptionsGetter()
+	if err != nil {
+		return nil, err
+	}
+	if r.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
+		}
+		return nil, err
+	}
+	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
+		return nil, err
+	}
+	if err := r.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// openStores creates one store per resource. Creating a store connects to
+// etcd, which k8s.io/apiserver bounds (20 s) but does not let a context
+// end, so this returns as soon as ctx ends; the stores created meanwhile
+// are destroyed once their creation is over.
+func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, resources []resource.Resource) (map[schema.GroupVersionResource]*Store, error) {
+	type result struct {
+		stores map[schema.GroupVersionResource]*Store
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r := result{stores: map[schema.GroupVersionResource]*Store{}}
+		tc, err := newTypeConverter(scheme, resources)
+		if err != nil {
+			r.err = err
+			done <- r
+			return
+		}
+		for _, res := range resources {
+			st, err := newStore(scheme, res, getter, tc)
+			if err != nil {
+				r.err = err
+				break
+			}
+			r.stores[res.GroupVersionResource()] = st
+		}
+		done <- r
+	}()
+	destroy := func(r result) {
+		for _, st := range r.stores {
+			st.destroy()
+		}
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			destroy(r)
+			return nil, r.err
+		}
+		return r.stores, nil
+	case <-ctx.Done():
+		go func() { destroy(<-done) }()
+		return nil, ctx.Err()
+	}
+}
+
+// waitReady polls every store's readiness check until all pass, ctx ends
+// or DefaultReadyTimeout passes.
+func (r *Registry) waitReady(ctx context.Context) error {
+	readyCtx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
+	defer cancel()
+	for _, st := range r.stores {
+		if st.main.ReadinessCheck() == nil {
+			continue
+		}
+		err := wait.PollUntilContextCancel(readyCtx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+			return st.main.ReadinessCheck() == nil, nil
+		})
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("registry: open abandoned while waiting for the watch caches: %w", ctx.Err())
+		}
+		return fmt.Errorf("registry: storage of %s not ready after %s: %w (last check: %v); is etcd reachable at %s?",
+			st.res.GroupResource(), DefaultReadyTimeout, err, st.main.ReadinessCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
+	}
+	return nil
+}
+
+// Ready returns nil when every store serves requests, else the first
+// store's readiness error (a watch cache still listing etcd).
+func (r *Registry) Ready() error {
+	for _, st := range r.stores {
+		if err := st.main.ReadinessCheck(); err != nil {
+			return fmt.Errorf("registry: %s: %w", st.res.GroupResource(), err)
+		}
+	}
+	return nil
+}
+
+// Close stops the watch caches, closes the etcd connections, ends the
+// etcd check and stops the embedded etcd, if Open started one. Safe to
+// call more than once; it returns nil.
+func (r *Registry) Close() error {
+	r.closeOnce.Do(func() {
+		for _, st := range r.stores {
+			st.destroy()
+		}
+		close(r.stop)
+		if r.embedded != nil {
+			r.embedded.Close()
+		}
+	})
+	return nil
+}
+
+// Store returns the store of a resource the registry was opened with.
+func (r *Registry) Store(gvr schema.GroupVersionResource) (*Store, bool) {
+	st, ok := r.stores[gvr]
+	return st, ok
+}
+
+// Resources returns the resources the registry was opened with, in order.
+func (r *Registry) Resources() []resource.Resource {
+	return append([]resource.Resource(nil), r.resources...)
+}
+
+// Scheme returns the scheme of the resources (see resource.NewScheme), for
+// encoders and HTTP clients. Do not add types to it.
+func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
+
+// Codecs returns the codec factory of the scheme, with strict decoding
+// available (serializer.EnableStrict), as the HTTP server negotiates.
+func (r *Registry) Codecs() serializer.CodecFactory { return r.codecs }
+
+// EtcdConfig returns the etcd the registry stores in (the embedded one's
+// client configuration when Open started it), for raw reads.
+func (r *Registry) EtcdConfig() etcd.ClientConfig { return r.etcdCfg }
+
+// CheckEtcd returns nil when etcd answers kube-apiserver's health check (a
+// linearizable read, 2 s timeout), else its error; an error after Close.
+func (r *Registry) CheckEtcd() error { return r.etcdCheck() }
+
+// EmbeddedEtcdErr returns the channel on which the embedded etcd reports
+// that it stopped serving (etcd.Embedded.Err), or nil (a channel that
+// never delivers) when the registry uses an external etcd.
+func (r *Registry) EmbeddedEtcdErr() <-chan error {
+	if r.embedded == nil {
+		return nil
+	}
+	return r.embedded.Err()
+}
+
+// EmbeddedEtcdctlFlags returns the etcdctl flags that reach the embedded
+// etcd (see etcd.Embedded.EtcdctlFlags), or "" with an external etcd.
+func (r *Registry) EmbeddedEtcdctlFlags() string {
+	if r.embedded == nil {
+		return ""
+	}
+	return r.embedded.EtcdctlFlags()
+}
+
+// Key returns the etcd key of an object of res in this registry:
+// <prefix>/<group>/<resource>/[<namespace>/]<name> (see storage.Key).
+func (r *Registry) Key(res resource.Resource, namespace, name string) string {
+	return storage.Key(r.prefix, res.GroupResource(), namespace, name)
+}
