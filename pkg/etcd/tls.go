@@ -7,13 +7,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/customapi/customapi/internal/pki"
 )
 
 // TLSDirName is the directory inside EmbeddedConfig.DataDir that holds the
@@ -116,7 +116,7 @@ func (f tlsFiles) generate() error {
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{
-		SerialNumber:          serialNumber(),
+		SerialNumber:          pki.SerialNumber(),
 		Subject:               pkix.Name{CommonName: "customapi-etcd-ca"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(tlsValidity),
@@ -139,7 +139,7 @@ func (f tlsFiles) generate() error {
 			return err
 		}
 		tmpl := &x509.Certificate{
-			SerialNumber: serialNumber(),
+			SerialNumber: pki.SerialNumber(),
 			Subject:      pkix.Name{CommonName: cn},
 			NotBefore:    now.Add(-time.Hour),
 			NotAfter:     now.Add(tlsValidity),
@@ -152,56 +152,15 @@ func (f tlsFiles) generate() error {
 		if err != nil {
 			return err
 		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return err
-		}
-		if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-			return err
-		}
-		return writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+		return pki.WriteKeyPair(certFile, keyFile, der, key)
 	}
 	// The CA is written first: a crash half-way leaves a set that fails
 	// valid() and is generated anew at the next start.
-	if err := writeFileAtomic(f.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+	if err := pki.WriteCert(f.ca, caDER); err != nil {
 		return err
 	}
 	if err := leaf("customapi-etcd", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"}, f.serverCert, f.serverKey); err != nil {
 		return err
 	}
 	return leaf("customapi-etcd-client", x509.ExtKeyUsageClientAuth, nil, nil, f.clientCert, f.clientKey)
-}
-
-func serialNumber() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
-}
-
-// writeFileAtomic writes data with the given mode to a temporary file beside
-// path and renames it over path, so that a crash never leaves half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -34,7 +34,7 @@ func newTypeConverter(scheme *runtime.Scheme, resources []resource.Resource) (ma
 		names = append(names, openapiutil.GetCanonicalTypeName(r.New()))
 	}
 	namer := openapinamer.NewDefinitionNamer(scheme)
-	cfg := &common.OpenAPIV3Config{GetDefinitionName: namer.GetDefinitionName, GetDefinitions: unionDefinitions(resources)}
+	cfg := &common.OpenAPIV3Config{GetDefinitionName: namer.GetDefinitionName, GetDefinitions: resource.OpenAPIDefinitionsOf(resources...)}
 	models, err := builder3.BuildOpenAPIDefinitionsForResources(cfg, names...)
 	if err != nil {
 		return nil, fmt.Errorf("registry: OpenAPI models: %w", err)
@@ -44,20 +44,6 @@ func newTypeConverter(scheme *runtime.Scheme, resources []resource.Resource) (ma
 		return nil, fmt.Errorf("registry: server-side apply schema: %w", err)
 	}
 	return tc, nil
-}
-
-// unionDefinitions returns the union of the resources' OpenAPI definitions
-// (each generated package also holds the meta/v1 ones).
-func unionDefinitions(resources []resource.Resource) common.GetOpenAPIDefinitions {
-	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-		out := map[string]common.OpenAPIDefinition{}
-		for _, r := range resources {
-			for name, def := range r.OpenAPIDefinitions(ref) {
-				out[name] = def
-			}
-		}
-		return out
-	}
 }
 
 // newFieldManager returns the field manager of one resource or subresource

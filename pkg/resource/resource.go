@@ -195,3 +195,22 @@ func StatusField(obj runtime.Object) (reflect.Value, bool) {
 	f := v.Elem().FieldByName("Status")
 	return f, f.IsValid() && f.CanSet()
 }
+
+// OpenAPIDefinitionsOf returns the union of the resources' OpenAPI
+// definitions (each generated package also holds the meta/v1 ones), as the
+// API server's OpenAPI config and the registry's server-side apply schema
+// both need them.
+func OpenAPIDefinitionsOf(resources ...Resource) common.GetOpenAPIDefinitions {
+	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		out := map[string]common.OpenAPIDefinition{}
+		for _, r := range resources {
+			if r.OpenAPIDefinitions == nil {
+				continue
+			}
+			for name, def := range r.OpenAPIDefinitions(ref) {
+				out[name] = def
+			}
+		}
+		return out
+	}
+}

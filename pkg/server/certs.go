@@ -9,11 +9,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/customapi/customapi/internal/pki"
 )
 
 // File names inside the data directory.
@@ -49,7 +50,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 		names = append(names, host)
 	}
 	certPath := filepath.Join(dir, servingCertFile)
-	if current, err := readCert(certPath); err == nil && current.CheckSignatureFrom(caCert) == nil &&
+	if current, err := pki.ReadCert(certPath); err == nil && current.CheckSignatureFrom(caCert) == nil &&
 		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) {
 		return caPEM, nil
 	}
@@ -58,7 +59,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 		return nil, fmt.Errorf("serving key: %w", err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
+		SerialNumber: pki.SerialNumber(),
 		Subject:      pkix.Name{CommonName: "customapi"},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(certValidity),
@@ -71,7 +72,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	if err := writeKeyPair(dir, servingCertFile, servingKeyFile, der, key); err != nil {
+	if err := pki.WriteKeyPair(filepath.Join(dir, servingCertFile), filepath.Join(dir, servingKeyFile), der, key); err != nil {
 		return nil, err
 	}
 	return caPEM, nil
@@ -79,8 +80,8 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 
 func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
 	certPath, keyPath := filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile)
-	if cert, err := readCert(certPath); err == nil {
-		key, err := readKey(keyPath)
+	if cert, err := pki.ReadCert(certPath); err == nil {
+		key, err := pki.ReadKey(keyPath)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("CA key %s: %w", keyPath, err)
 		}
@@ -97,7 +98,7 @@ func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 		return nil, nil, nil, fmt.Errorf("CA key: %w", err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+		SerialNumber:          pki.SerialNumber(),
 		Subject:               pkix.Name{CommonName: "customapi-ca"},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(certValidity),
@@ -109,7 +110,7 @@ func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("CA certificate: %w", err)
 	}
-	if err := writeKeyPair(dir, caCertFile, caKeyFile, der, key); err != nil {
+	if err := pki.WriteKeyPair(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile), der, key); err != nil {
 		return nil, nil, nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
@@ -131,69 +132,4 @@ func covers(cert *x509.Certificate, names []string, ips []net.IP) bool {
 		}
 	}
 	return true
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return big.NewInt(time.Now().UnixNano())
-	}
-	return n
-}
-
-func writeKeyPair(dir, certName, keyName string, der []byte, key *ecdsa.PrivateKey) error {
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, keyName), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, certName), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-}
-
-func readCert(path string) (*x509.Certificate, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return x509.ParseCertificate(block.Bytes)
-}
-
-func readKey(path string) (*ecdsa.PrivateKey, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, fmt.Errorf("%s holds no PEM key", path)
-	}
-	return x509.ParseECPrivateKey(block.Bytes)
-}
-
-// writeFileAtomic writes data to a temporary file in the same directory and
-// renames it over path, so a crash never leaves half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/customapi/customapi/internal/pki"
 )
 
 // AdminUser is the user name of the generated admin credential; it is in
@@ -47,7 +49,7 @@ func ensureAdminToken(dir string) (string, error) {
 	}
 	token := hex.EncodeToString(b)
 	line := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", token, AdminUser, AdminUser)
-	if err := writeFileAtomic(path, []byte(line), 0o600); err != nil {
+	if err := pki.WriteFileAtomic(path, []byte(line), 0o600); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -69,7 +71,7 @@ func writeKubeconfig(dir string, host string, port int, caPEM []byte, token stri
 	if err != nil {
 		return "", err
 	}
-	return path, writeFileAtomic(path, data, 0o600)
+	return path, pki.WriteFileAtomic(path, data, 0o600)
 }
 
 // clientHost is the address clients use to reach a server bound to ip.

@@ -36,7 +36,6 @@ import (
 	webhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/compatibility"
-	"k8s.io/kube-openapi/pkg/common"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -183,7 +182,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 
-	defs := mergedDefinitions(resources)
+	defs := resource.OpenAPIDefinitionsOf(resources...)
 	namer := openapinamer.NewDefinitionNamer(s.registry.Scheme())
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	gc.OpenAPIConfig.Info.Title = "customapi"
@@ -406,20 +405,6 @@ func (s *Server) release() error {
 		s.releaseErr = errors.Join(regErr, s.config.owned.release())
 	})
 	return s.releaseErr
-}
-
-// mergedDefinitions returns the union of the resources' OpenAPI
-// definitions (each generated package also holds the meta/v1 ones).
-func mergedDefinitions(resources []resource.Resource) common.GetOpenAPIDefinitions {
-	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-		out := map[string]common.OpenAPIDefinition{}
-		for _, r := range resources {
-			for name, def := range r.OpenAPIDefinitions(ref) {
-				out[name] = def
-			}
-		}
-		return out
-	}
 }
 
 // servedVersion is /version: the Kubernetes API version customapi speaks,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"github.com/customapi/customapi/pkg/etcd"
@@ -179,8 +180,11 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 		decorator = genericregistry.StorageWithCacher()
 	}
 	return generic.RESTOptions{
-		StorageConfig:           backend.ForResource(gr),
-		Decorator:               withUnavailable(withStatusErrors(decorator), g.writeTimeout, g.readTimeout),
+		StorageConfig: backend.ForResource(gr),
+		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface { return &statusErrorStorage{Interface: s} }),
+			func(s storage.Interface) storage.Interface {
+				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout}
+			}),
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          ResourcePrefix(gr),
 	}, nil

@@ -18,9 +18,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// withStatusErrors wraps a storage decorator so that the storage it builds
-// reports etcd's size limit as a Status error (see statusErrorStorage).
-func withStatusErrors(decorate generic.StorageDecorator) generic.StorageDecorator {
+// wrapStorage returns a storage decorator that builds the storage with
+// decorate and hands it to wrap, which returns the storage the store uses
+// (statusErrorStorage, unavailableStorage).
+func wrapStorage(decorate generic.StorageDecorator, wrap func(storage.Interface) storage.Interface) generic.StorageDecorator {
 	return func(config *storagebackend.ConfigForResource, resourcePrefix string,
 		keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 		getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers,
@@ -29,7 +30,7 @@ func withStatusErrors(decorate generic.StorageDecorator) generic.StorageDecorato
 		if err != nil {
 			return nil, destroy, err
 		}
-		return &statusErrorStorage{Interface: s}, destroy, nil
+		return wrap(s), destroy, nil
 	}
 }
 

@@ -12,11 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/client-go/tools/cache"
 )
 
 // DefaultWriteTimeout bounds each create, update (including its retries on
@@ -34,23 +30,6 @@ const DefaultWriteTimeout = 8 * time.Second
 // Reads served from the watch cache alone (resourceVersion="0") are fast and
 // keep answering while etcd is down.
 const DefaultReadTimeout = 8 * time.Second
-
-// withUnavailable wraps a storage decorator so that the storage it builds
-// bounds each call's time and reports an unreachable or leaderless etcd as a
-// Status error (see unavailableStorage). Timeouts are the effective values
-// (0 means no deadline).
-func withUnavailable(decorate generic.StorageDecorator, writeTimeout, readTimeout time.Duration) generic.StorageDecorator {
-	return func(config *storagebackend.ConfigForResource, resourcePrefix string,
-		keyFunc func(obj runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
-		getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers,
-	) (storage.Interface, factory.DestroyFunc, error) {
-		s, destroy, err := decorate(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrs, triggers, indexers)
-		if err != nil {
-			return nil, destroy, err
-		}
-		return &unavailableStorage{Interface: s, writeTimeout: writeTimeout, readTimeout: readTimeout}, destroy, nil
-	}
-}
 
 // unavailableStorage puts a deadline on every create, update, delete, get
 // and list, and turns etcd's "cannot answer now" errors into Status errors:
