@@ -17,4 +17,7 @@
 //
 // Objects returned by the client are the caller's to modify: they are never
 // shared with the watch cache.
+//
+// See the Example functions (example_test.go; they run as tests): create,
+// get, list, watch, update with a conflict, patch and server-side apply.
 package client

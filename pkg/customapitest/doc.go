@@ -10,4 +10,30 @@
 // URLs makes every test use that external etcd instead of an embedded one;
 // each test then gets its own key prefix, so tests do not see each other's
 // objects.
+//
+// A package whose tests can share one server starts it in TestMain (Close
+// it before os.Exit, which skips deferred calls):
+//
+//	var srv *customapitest.Server
+//
+//	func TestMain(m *testing.M) {
+//		var err error
+//		if srv, err = customapitest.NewServer(customapitest.Options{}, install.Customs); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//		code := m.Run()
+//		if err := srv.Close(); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//		}
+//		os.Exit(code)
+//	}
+//
+//	func TestSomething(t *testing.T) {
+//		ns := customapitest.Namespace(t) // a namespace of the test's own
+//		customs := srv.Dynamic.Resource(install.Customs.GroupVersionResource()).Namespace(ns)
+//		...
+//	}
+//
+// See the Example functions (example_test.go; they run as tests).
 package customapitest

@@ -16,4 +16,6 @@
 // StartEmbedded returns only once the server is ready to serve (it waits on
 // etcd's ReadyNotify, bounded by EmbeddedConfig.ReadyTimeout); Close stops it
 // without error-level log noise.
+//
+// See the Example functions (example_test.go; they run as tests).
 package etcd

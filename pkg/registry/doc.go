@@ -25,4 +25,6 @@
 // store), readiness and the etcd health check, and optionally an embedded
 // etcd; Close releases the etcd connections, watch caches and the embedded
 // etcd. Only this package turns a storage.Config into stores.
+//
+// See the Example functions (example_test.go; they run as tests).
 package registry
