@@ -67,7 +67,7 @@ func TestAuthenticatedClientKeepsItsConnection(t *testing.T) {
 		counter = &countingListener{Listener: o.Listener}
 		o.Listener = counter
 	}, install.Customs)
-	e := env{s}
+	e := ownEnv(s)
 	const n = 50
 	count := func(do func()) int64 {
 		before := counter.accepted.Load()
@@ -79,7 +79,7 @@ func TestAuthenticatedClientKeepsItsConnection(t *testing.T) {
 	e.get(t, "/readyz") // the client's connection is open
 	authenticated := count(func() {
 		requireCode(t, e.get(t, "/readyz"), http.StatusOK)
-		requireCode(t, e.get(t, customsNS1), http.StatusOK)
+		requireCode(t, e.get(t, e.customs()), http.StatusOK)
 	})
 	if authenticated != 0 {
 		t.Fatalf("authenticated client opened %d new connections for %d requests, want 0", authenticated, 2*n)

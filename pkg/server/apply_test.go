@@ -24,7 +24,7 @@ func TestServerSideApplyUnknownFields(t *testing.T) {
 	for _, directive := range []string{"Strict", "Warn", "Ignore", ""} {
 		for _, name := range []string{"a1", "c1"} { // create, and update of an existing object
 			t.Run("fieldValidation="+directive+"/"+name, func(t *testing.T) {
-				path := customsNS1 + "/" + name + "?fieldManager=x"
+				path := e.customs() + "/" + name + "?fieldManager=x"
 				if directive != "" {
 					path += "&fieldValidation=" + directive
 				}
@@ -36,7 +36,7 @@ func TestServerSideApplyUnknownFields(t *testing.T) {
 			})
 		}
 	}
-	requireStatus(t, e.get(t, customsNS1+"/a1"), http.StatusNotFound, metav1.StatusReasonNotFound)
+	requireStatus(t, e.get(t, e.customs()+"/a1"), http.StatusNotFound, metav1.StatusReasonNotFound)
 }
 
 // Strategic merge patch works on customs, as on built-in types (the types
@@ -48,7 +48,7 @@ func TestStrategicMergePatch(t *testing.T) {
 	c.Labels = map[string]string{"keep": "1", "drop": "1"}
 	created := e.create(t, c)
 	const smp = "application/strategic-merge-patch+json"
-	r := e.patch(t, customsNS1+"/c1", smp, []byte(`{"metadata":{"labels":{"drop":null,"new":"1"}},"spec":{"replicas":4}}`))
+	r := e.patch(t, e.customs()+"/c1", smp, []byte(`{"metadata":{"labels":{"drop":null,"new":"1"}},"spec":{"replicas":4}}`))
 	requireCode(t, r, http.StatusOK)
 	got := decodeCustom(t, r.body)
 	if got.Spec.Replicas != 4 || got.Spec.Message != "hello" || got.Generation != 2 ||
@@ -70,7 +70,7 @@ func TestStrategicMergePatch(t *testing.T) {
 		{"invalid result", `{"spec":{"replicas":-4}}`, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			requireStatus(t, e.patch(t, customsNS1+"/c1", smp, []byte(tc.body)), tc.code, tc.reason)
+			requireStatus(t, e.patch(t, e.customs()+"/c1", smp, []byte(tc.body)), tc.code, tc.reason)
 			e.requireUnchanged(t, before)
 		})
 	}

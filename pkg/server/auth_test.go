@@ -147,7 +147,7 @@ func TestWebhookAuthorization(t *testing.T) {
 	// The webhook stopped: requests whose decision is not cached are 503
 	// naming the authorizer; the admin and the probes need no webhook.
 	webhook.Close()
-	e := env{s}
+	e := ownEnv(s)
 	for _, tc := range []struct {
 		name, token, path string
 		want              int

@@ -38,7 +38,7 @@ func TestBadInputNo5xx(t *testing.T) {
 	e := start(t)
 	e.create(t, custom("c1"))
 	before := e.snapshot(t)
-	c1 := customsNS1 + "/c1"
+	c1 := e.customs() + "/c1"
 	for _, tc := range []struct {
 		name    string
 		req     request
@@ -59,13 +59,13 @@ func TestBadInputNo5xx(t *testing.T) {
 		{"F2 apply status: 5, dryRun", request{method: http.MethodPatch, path: c1 + "?fieldManager=m&dryRun=All", contentType: applyType,
 			body: []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\nstatus: 5\n")},
 			http.StatusBadRequest, metav1.StatusReasonBadRequest, "status"},
-		{"F2 apply create with undeclared field, dryRun", request{method: http.MethodPatch, path: customsNS1 + "/n1?fieldManager=m&dryRun=All", contentType: applyType,
+		{"F2 apply create with undeclared field, dryRun", request{method: http.MethodPatch, path: e.customs() + "/n1?fieldManager=m&dryRun=All", contentType: applyType,
 			body: []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: n1\nspec:\n  bogus: 1\n")},
 			http.StatusBadRequest, metav1.StatusReasonBadRequest, "bogus"},
 		{"F2 apply status: 5 to the status subresource", request{method: http.MethodPatch, path: c1 + "/status?fieldManager=m", contentType: applyType,
 			body: []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\nstatus: 5\n")},
 			http.StatusBadRequest, metav1.StatusReasonBadRequest, "status"},
-		{"F3 apply create with replicas 1.5", request{method: http.MethodPatch, path: customsNS1 + "/n1?fieldManager=m", contentType: applyType,
+		{"F3 apply create with replicas 1.5", request{method: http.MethodPatch, path: e.customs() + "/n1?fieldManager=m", contentType: applyType,
 			body: []byte("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: n1\nspec:\n  replicas: 1.5\n")},
 			http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "spec.replicas"},
 	} {
@@ -87,7 +87,7 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 	e := start(t)
 	c1 := e.create(t, custom("c1"))
 	before := e.snapshot(t)
-	c1Path := customsNS1 + "/c1"
+	c1Path := e.customs() + "/c1"
 
 	type body struct {
 		name        string
@@ -105,8 +105,8 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 	rvJSON := fmt.Sprintf(`,"resourceVersion":%q`, c1.ResourceVersion)
 	rvYAML := fmt.Sprintf("  resourceVersion: %q\n", c1.ResourceVersion)
 	paths := []body{
-		{"POST JSON", customsNS1, http.MethodPost, "application/json", func(v string) string { return objJSON("n1", "", v) }},
-		{"POST YAML", customsNS1, http.MethodPost, "application/yaml", func(v string) string { return objYAML("n1", "", v) }},
+		{"POST JSON", e.customs(), http.MethodPost, "application/json", func(v string) string { return objJSON("n1", "", v) }},
+		{"POST YAML", e.customs(), http.MethodPost, "application/yaml", func(v string) string { return objYAML("n1", "", v) }},
 		{"PUT JSON", c1Path, http.MethodPut, "application/json", func(v string) string { return objJSON("c1", rvJSON, v) }},
 		{"PUT YAML", c1Path, http.MethodPut, "application/yaml", func(v string) string { return objYAML("c1", rvYAML, v) }},
 		{"merge patch", c1Path, http.MethodPatch, mergePatchType, func(v string) string { return `{"spec":{"replicas":` + v + `}}` }},
@@ -116,8 +116,8 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 		{"strategic merge patch", c1Path, http.MethodPatch, smpType, func(v string) string { return `{"spec":{"replicas":` + v + `}}` }},
 		{"apply YAML update", c1Path, http.MethodPatch, applyType, func(v string) string { return objYAML("c1", "", v) }},
 		{"apply JSON update", c1Path, http.MethodPatch, applyType, func(v string) string { return objJSON("c1", "", v) }},
-		{"apply YAML create", customsNS1 + "/n1", http.MethodPatch, applyType, func(v string) string { return objYAML("n1", "", v) }},
-		{"apply JSON create", customsNS1 + "/n1", http.MethodPatch, applyType, func(v string) string { return objJSON("n1", "", v) }},
+		{"apply YAML create", e.customs() + "/n1", http.MethodPatch, applyType, func(v string) string { return objYAML("n1", "", v) }},
+		{"apply JSON create", e.customs() + "/n1", http.MethodPatch, applyType, func(v string) string { return objJSON("n1", "", v) }},
 	}
 	values := []string{"10000000000", "4294967297", "-2147483649", "1.5", `"1"`}
 	for _, p := range paths {
@@ -206,7 +206,7 @@ func TestMalformedChunkedBody(t *testing.T) {
 	before := e.snapshot(t)
 	conn := rawConn(t, e.Server)
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
-		customsNS1, e.Config.BearerToken)
+		e.customs(), e.Config.BearerToken)
 	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -229,15 +229,15 @@ func TestMalformedChunkedBody(t *testing.T) {
 func TestRequestBodyDeadline(t *testing.T) {
 	const deadline = time.Second
 	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.RequestBodyTimeout = deadline }, install.Customs)
-	e := env{s}
+	e := ownEnv(s)
 	before := e.snapshot(t)
-	body := objTrickle(customsNS1)
+	body := objTrickle(e.customs())
 
 	t.Run("HTTP/1.1", func(t *testing.T) {
 		conn := rawConn(t, s)
 		start := time.Now()
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-			customsNS1, s.Config.BearerToken, len(body))
+			e.customs(), s.Config.BearerToken, len(body))
 		if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,7 @@ func TestRequestBodyDeadline(t *testing.T) {
 		done := make(chan struct{})
 		defer close(done)
 		go trickle(pw, body, done)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+customsNS1, pr)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+e.customs(), pr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,11 +286,11 @@ func TestRequestBodyDeadline(t *testing.T) {
 		// the deadline counts from the request, per request: a connection
 		// reused after a deadline passed is fine.
 		for range 3 {
-			requireCode(t, e.post(t, customsNS1+"?dryRun=All", encode(t, custom("ok"))), http.StatusCreated)
+			requireCode(t, e.post(t, e.customs()+"?dryRun=All", encode(t, custom("ok"))), http.StatusCreated)
 		}
 	})
 	t.Run("watch outlives the deadline", func(t *testing.T) {
-		w := e.watch(t, customsNS1+"?watch=1&timeoutSeconds=30")
+		w := e.watch(t, e.customs()+"?watch=1&timeoutSeconds=30")
 		time.Sleep(3 * deadline) // the thing under test is elapsed time: the watch must survive it
 		e.create(t, custom("w1"))
 		if ev := w.next(t); ev.Type != "ADDED" || ev.custom(t).Name != "w1" {
@@ -298,9 +298,9 @@ func TestRequestBodyDeadline(t *testing.T) {
 		}
 		// and a write through the same HTTP/2 connection after the watch
 		// started still works
-		requireCode(t, e.post(t, customsNS1+"?dryRun=All", encode(t, custom("ok2"))), http.StatusCreated)
+		requireCode(t, e.post(t, e.customs()+"?dryRun=All", encode(t, custom("ok2"))), http.StatusCreated)
 	})
-	before["ns1/w1"] = decodeCustom(t, e.get(t, customsNS1+"/w1").body).ResourceVersion
+	before[e.ns+"/w1"] = decodeCustom(t, e.get(t, e.customs()+"/w1").body).ResourceVersion
 	e.requireUnchanged(t, before)
 }
 
@@ -336,7 +336,7 @@ func TestNumbersNeverNarrowedInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	customs := all.Namespace("ns1")
+	customs := all.Namespace(e.ns)
 	for _, v := range []string{"10000000000", "4294967297", "-2147483649", "1.5", `"1"`} {
 		for _, p := range []struct {
 			pt   types.PatchType

@@ -5,6 +5,7 @@ package server_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,13 +65,13 @@ func requireAPIError(t *testing.T, err error, reason metav1.StatusReason, field 
 func TestDynamicClient(t *testing.T) {
 	e := start(t)
 	ctx := t.Context()
-	c := e.Dynamic.Resource(customsGVR).Namespace("ns1")
+	c := e.Dynamic.Resource(customsGVR).Namespace(e.ns)
 
 	created, err := c.Create(ctx, unstructuredCustom("c1", 1), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.GetUID() == "" || created.GetResourceVersion() == "" || created.GetGeneration() != 1 || created.GetNamespace() != "ns1" {
+	if created.GetUID() == "" || created.GetResourceVersion() == "" || created.GetGeneration() != 1 || created.GetNamespace() != e.ns {
 		t.Fatalf("created %+v", created.Object["metadata"])
 	}
 
@@ -83,7 +84,7 @@ func TestDynamicClient(t *testing.T) {
 	}
 
 	other := unstructuredCustom("c1", 5)
-	if _, err := e.Dynamic.Resource(customsGVR).Namespace("ns2").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(customsGVR).Namespace(e.ns2).Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -93,10 +94,18 @@ func TestDynamicClient(t *testing.T) {
 	}{
 		{"namespace", func() (*unstructured.UnstructuredList, error) { return c.List(ctx, metav1.ListOptions{}) }, 1},
 		{"all namespaces", func() (*unstructured.UnstructuredList, error) {
-			return e.Dynamic.Resource(customsGVR).List(ctx, metav1.ListOptions{})
+			// the server is shared: keep only the items of this test's
+			// namespaces, which must both be there
+			l, err := e.Dynamic.Resource(customsGVR).List(ctx, metav1.ListOptions{})
+			if err == nil {
+				l.Items = slices.DeleteFunc(l.Items, func(u unstructured.Unstructured) bool {
+					return u.GetNamespace() != e.ns && u.GetNamespace() != e.ns2
+				})
+			}
+			return l, err
 		}, 2},
 		{"field selector", func() (*unstructured.UnstructuredList, error) {
-			return e.Dynamic.Resource(customsGVR).List(ctx, metav1.ListOptions{FieldSelector: "metadata.namespace=ns2"})
+			return e.Dynamic.Resource(customsGVR).List(ctx, metav1.ListOptions{FieldSelector: "metadata.namespace=" + e.ns2})
 		}, 1},
 	} {
 		t.Run("list "+tc.name, func(t *testing.T) {
@@ -207,15 +216,15 @@ type informerEvent struct {
 func TestDynamicInformer(t *testing.T) {
 	e := start(t)
 	ctx := t.Context()
-	c := e.Dynamic.Resource(customsGVR).Namespace("ns1")
+	c := e.Dynamic.Resource(customsGVR).Namespace(e.ns)
 	if _, err := c.Create(ctx, unstructuredCustom("before", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Dynamic.Resource(customsGVR).Namespace("ns2").Create(ctx, unstructuredCustom("elsewhere", 1), metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(customsGVR).Namespace(e.ns2).Create(ctx, unstructuredCustom("elsewhere", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.Dynamic, 0, "ns1", nil)
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.Dynamic, 0, e.ns, nil)
 	informer := factory.ForResource(customsGVR)
 	events := make(chan informerEvent, 100)
 	send := func(kind string, obj any) {
@@ -268,7 +277,7 @@ func TestDynamicInformer(t *testing.T) {
 	if ev := next(t); ev != (informerEvent{"update", "c1", 7}) {
 		t.Fatalf("event %+v, want update of c1 to 7 replicas", ev)
 	}
-	cached, err := informer.Lister().ByNamespace("ns1").Get("c1")
+	cached, err := informer.Lister().ByNamespace(e.ns).Get("c1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +290,7 @@ func TestDynamicInformer(t *testing.T) {
 	if ev := next(t); ev != (informerEvent{"delete", "c1", 7}) {
 		t.Fatalf("event %+v, want delete of c1", ev)
 	}
-	if _, err := informer.Lister().ByNamespace("ns1").Get("c1"); !apierrors.IsNotFound(err) {
+	if _, err := informer.Lister().ByNamespace(e.ns).Get("c1"); !apierrors.IsNotFound(err) {
 		t.Fatalf("lister after delete: %v", err)
 	}
 	if objs, err := informer.Lister().List(labels.Everything()); err != nil || len(objs) != 1 {

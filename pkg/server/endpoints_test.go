@@ -42,11 +42,11 @@ func TestUnauthenticatedRequests(t *testing.T) {
 		{"basic auth", http.Header{"Authorization": {"Basic YWRtaW46YWRtaW4="}}},
 	} {
 		for _, r := range []request{
-			{method: http.MethodGet, path: customsNS1},
-			{method: http.MethodGet, path: customsNS1 + "/c1"},
-			{method: http.MethodPost, path: customsNS1, body: encode(t, custom("c2"))},
-			{method: http.MethodDelete, path: customsNS1 + "/c1"},
-			{method: http.MethodGet, path: customsNS1 + "?watch=1"},
+			{method: http.MethodGet, path: e.customs()},
+			{method: http.MethodGet, path: e.customs() + "/c1"},
+			{method: http.MethodPost, path: e.customs(), body: encode(t, custom("c2"))},
+			{method: http.MethodDelete, path: e.customs() + "/c1"},
+			{method: http.MethodGet, path: e.customs() + "?watch=1"},
 			{method: http.MethodGet, path: "/apis"},
 			{method: http.MethodGet, path: "/apis/test/v1"},
 			{method: http.MethodGet, path: "/openapi/v3"},
@@ -67,7 +67,7 @@ func TestUnauthenticatedRequests(t *testing.T) {
 	}
 	e.requireUnchanged(t, before)
 	// The admin token works on the same client's connection settings.
-	r := send(t, anonymous, e.URL, request{method: http.MethodGet, path: customsNS1, header: http.Header{"Authorization": {"Bearer " + e.Config.BearerToken}}})
+	r := send(t, anonymous, e.URL, request{method: http.MethodGet, path: e.customs(), header: http.Header{"Authorization": {"Bearer " + e.Config.BearerToken}}})
 	requireCode(t, r, http.StatusOK)
 }
 
@@ -322,11 +322,11 @@ func TestTable(t *testing.T) {
 		created := e.create(t, c)
 		if phase != "" {
 			created.Status.Phase = phase
-			requireCode(t, e.put(t, customsNS1+"/"+created.Name+"/status", encode(t, created)), http.StatusOK)
+			requireCode(t, e.put(t, e.customs()+"/"+created.Name+"/status", encode(t, created)), http.StatusOK)
 		}
 	}
 	const asTable = "application/json;as=Table;v=v1;g=meta.k8s.io"
-	r := e.do(t, request{method: http.MethodGet, path: customsNS1, accept: asTable})
+	r := e.do(t, request{method: http.MethodGet, path: e.customs(), accept: asTable})
 	requireCode(t, r, http.StatusOK)
 	var table metav1.Table
 	decodeJSON(t, r.body, &table)
@@ -363,14 +363,14 @@ func TestTable(t *testing.T) {
 		}
 	}
 
-	r = e.do(t, request{method: http.MethodGet, path: customsNS1 + "/t0", accept: asTable})
+	r = e.do(t, request{method: http.MethodGet, path: e.customs() + "/t0", accept: asTable})
 	requireCode(t, r, http.StatusOK)
 	var single metav1.Table
 	decodeJSON(t, r.body, &single)
 	if single.Kind != "Table" || len(single.Rows) != 1 || single.Rows[0].Cells[0] != "t0" {
 		t.Fatalf("single-object table %s rows %+v", single.Kind, single.Rows)
 	}
-	r = e.do(t, request{method: http.MethodGet, path: customsNS1 + "?includeObject=None", accept: asTable})
+	r = e.do(t, request{method: http.MethodGet, path: e.customs() + "?includeObject=None", accept: asTable})
 	requireCode(t, r, http.StatusOK)
 	var bare metav1.Table
 	decodeJSON(t, r.body, &bare)
@@ -389,7 +389,7 @@ func TestWatchBookmarks(t *testing.T) {
 	}
 
 	t.Run("initial events end", func(t *testing.T) {
-		w := e.watch(t, customsNS1+"?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=")
+		w := e.watch(t, e.customs()+"?watch=1&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=")
 		var seen []string
 		for range 3 {
 			ev := w.next(t)
@@ -418,11 +418,11 @@ func TestWatchBookmarks(t *testing.T) {
 	})
 
 	t.Run("before timeout", func(t *testing.T) {
-		r := e.get(t, customsNS1)
+		r := e.get(t, e.customs())
 		requireCode(t, r, http.StatusOK)
 		listRV := decodeList(t, r.body).ResourceVersion
 		// The server sends a bookmark about 2 s before the watch's deadline.
-		w := e.watch(t, customsNS1+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion="+listRV)
+		w := e.watch(t, e.customs()+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=4&resourceVersion="+listRV)
 		created := e.create(t, custom("b4"))
 		ev := w.next(t)
 		if ev.Type != "ADDED" || ev.custom(t).Name != "b4" {
@@ -440,10 +440,10 @@ func TestWatchBookmarks(t *testing.T) {
 	})
 
 	t.Run("not asked for", func(t *testing.T) {
-		r := e.get(t, customsNS1)
+		r := e.get(t, e.customs())
 		requireCode(t, r, http.StatusOK)
 		listRV := decodeList(t, r.body).ResourceVersion
-		w := e.watch(t, customsNS1+"?watch=1&timeoutSeconds=3&resourceVersion="+listRV)
+		w := e.watch(t, e.customs()+"?watch=1&timeoutSeconds=3&resourceVersion="+listRV)
 		w.requireEnd(t)
 	})
 }
@@ -466,7 +466,7 @@ func TestPaging(t *testing.T) {
 }
 
 func testPaging(t *testing.T, mode storageMode) {
-	e := startMode(t, mode)
+	e := startOwnMode(t, mode)
 	var want []string
 	for i := range 11 {
 		c := custom(fmt.Sprintf("p%02d", i))

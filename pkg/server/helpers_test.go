@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -23,35 +24,86 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// Paths of the customs resource.
-const (
-	customsAll = "/apis/test/v1/customs"
-	customsNS1 = "/apis/test/v1/namespaces/ns1/customs"
-)
+// customsAll is the collection path of customs in all namespaces.
+const customsAll = "/apis/test/v1/customs"
 
 // customsIn returns the collection path of customs in namespace ns.
 func customsIn(ns string) string { return "/apis/test/v1/namespaces/" + ns + "/customs" }
 
-// env is one test's API server serving customs, reached over HTTPS.
+// env is one test's view of an API server serving customs, reached over
+// HTTPS: the server (shared or the test's own) and the two namespaces the
+// test writes in.
 type env struct {
 	*customapitest.Server
+	ns  string // the test's namespace: custom() objects are created here
+	ns2 string // a second namespace of the test's own
 }
 
-// start serves customs on a new server with its own embedded etcd.
+// customs returns the collection path of customs in e.ns.
+func (e env) customs() string { return customsIn(e.ns) }
+
+// ownEnv is the env of a server the test started for itself, writing in
+// namespaces ns1 and ns2.
+func ownEnv(s *customapitest.Server) env { return env{Server: s, ns: "ns1", ns2: "ns2"} }
+
+// sharedEnv is the env of a shared server with two namespaces of the
+// test's own, so that tests sharing the server never see each other.
+func sharedEnv(t *testing.T, s *customapitest.Server) env {
+	t.Helper()
+	if s == nil {
+		t.Fatal("no shared server (TestMain did not run)")
+	}
+	return env{Server: s, ns: customapitest.Namespace(t), ns2: customapitest.Namespace(t)}
+}
+
+// sharedServers are the package's default servers, one per storage mode
+// (index 0: watch cache, 1: no watch cache), started once by TestMain.
+// Tests that only write in their own namespaces and need no options of
+// their own use them through start and startMode.
+var sharedServers [2]*customapitest.Server
+
+// TestMain starts the shared servers, runs the tests and stops them.
+func TestMain(m *testing.M) {
+	os.Exit(runShared(m))
+}
+
+func runShared(m *testing.M) int {
+	for i, mode := range storageModes {
+		s, err := customapitest.NewServer(customapitest.Options{
+			Configure: func(o *server.Options) { o.WatchCache = mode.watchCache },
+		}, install.Customs)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "shared server (%s): %v\n", mode.name, err)
+			return 1
+		}
+		defer func() {
+			if err := s.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "shared server (%s): %v\n", mode.name, err)
+			}
+		}()
+		sharedServers[i] = s
+	}
+	return m.Run()
+}
+
+// start returns the shared default server (watch cache on) with two
+// namespaces of the test's own. Tests that need options, an etcd or
+// server-wide state of their own start a server with
+// customapitest.StartWithOptions instead.
 func start(t *testing.T) env {
 	t.Helper()
-	return env{customapitest.Start(t, install.Customs)}
+	return sharedEnv(t, sharedServers[0])
 }
 
 // startOn serves customs on a new server storing in the given etcd under
 // prefix, so several servers (and the test) can share one etcd.
 func startOn(t *testing.T, ec etcd.ClientConfig, prefix string, mode storageMode) env {
 	t.Helper()
-	return env{customapitest.StartWithOptions(t, func(o *server.Options) {
+	return ownEnv(customapitest.StartWithOptions(t, func(o *server.Options) {
 		o.SetEtcd(ec)
 		o.EtcdPrefix = prefix
 		o.WatchCache = mode.watchCache
-	}, install.Customs)}
+	}, install.Customs))
 }
 
 // storageMode says whether the server reads through its watch cache.
@@ -64,10 +116,21 @@ type storageMode struct {
 // watch cache (the default) and from etcd directly (--watch-cache=false).
 var storageModes = []storageMode{{"watch-cache", true}, {"no-watch-cache", false}}
 
-// startMode serves customs on a new server in the storage mode.
+// startMode returns the shared server of the storage mode with two
+// namespaces of the test's own.
 func startMode(t *testing.T, mode storageMode) env {
 	t.Helper()
-	return env{customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs)}
+	if mode.watchCache {
+		return sharedEnv(t, sharedServers[0])
+	}
+	return sharedEnv(t, sharedServers[1])
+}
+
+// startOwnMode serves customs on a new server of the test's own in the
+// storage mode, for tests that read across all namespaces.
+func startOwnMode(t *testing.T, mode storageMode) env {
+	t.Helper()
+	return ownEnv(customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs))
 }
 
 // request is one HTTP request to the server; path includes the query.
@@ -236,7 +299,8 @@ func abbreviate(b []byte) string {
 	return string(b)
 }
 
-// custom returns a Custom in ns1 with the type set, as clients send it.
+// custom returns a Custom without a namespace, with the type set, as
+// clients send it.
 func custom(name string) *testv1.Custom {
 	return &testv1.Custom{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "test/v1", Kind: "Custom"},
@@ -281,10 +345,11 @@ func decodeList(t *testing.T, body []byte) *testv1.CustomList {
 	return &l
 }
 
-// create POSTs obj into ns1 and returns the stored object.
+// create POSTs obj into its namespace (e.ns if it has none) and returns
+// the stored object.
 func (e env) create(t *testing.T, obj *testv1.Custom) *testv1.Custom {
 	t.Helper()
-	path := customsNS1
+	path := e.customs()
 	if obj.Namespace != "" {
 		path = customsIn(obj.Namespace)
 	}
@@ -293,15 +358,19 @@ func (e env) create(t *testing.T, obj *testv1.Custom) *testv1.Custom {
 	return decodeCustom(t, r.body)
 }
 
-// snapshot lists customs in every namespace and returns
-// "namespace/name" -> resourceVersion: any write changes it.
+// snapshot lists customs in the test's two namespaces (e.ns, e.ns2) and
+// returns "namespace/name" -> resourceVersion: any write there changes it.
+// It is namespace-scoped so that tests sharing a server do not see each
+// other's writes.
 func (e env) snapshot(t *testing.T) map[string]string {
 	t.Helper()
-	r := e.get(t, customsAll)
-	requireCode(t, r, http.StatusOK)
 	out := map[string]string{}
-	for _, it := range decodeList(t, r.body).Items {
-		out[it.Namespace+"/"+it.Name] = it.ResourceVersion
+	for _, ns := range []string{e.ns, e.ns2} {
+		r := e.get(t, customsIn(ns))
+		requireCode(t, r, http.StatusOK)
+		for _, it := range decodeList(t, r.body).Items {
+			out[it.Namespace+"/"+it.Name] = it.ResourceVersion
+		}
 	}
 	return out
 }

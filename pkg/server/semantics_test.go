@@ -24,7 +24,7 @@ func TestRawPathsWithDotSegments(t *testing.T) {
 func testRawPathsWithDotSegments(t *testing.T, mode storageMode) {
 	e := startMode(t, mode)
 	secret := custom("secret")
-	secret.Namespace = "ns2"
+	secret.Namespace = e.ns2
 	secret.Spec.Message = "only-in-ns2"
 	e.create(t, secret)
 	mine := custom("mine")
@@ -32,7 +32,7 @@ func testRawPathsWithDotSegments(t *testing.T, mode storageMode) {
 	before := e.snapshot(t)
 
 	// Raw paths with dot segments (curl --path-as-is): never 2xx, never an
-	// object of namespace ns2, never a write.
+	// object of the other namespace (e.ns2), never a write.
 	escape := custom("escape")
 	changedSecret := secret.DeepCopy()
 	changedSecret.Spec.Message = "overwritten"
@@ -46,15 +46,15 @@ func testRawPathsWithDotSegments(t *testing.T, mode storageMode) {
 		{http.MethodGet, "/apis/test/v1/namespaces/./customs/secret", nil},
 		{http.MethodGet, "/apis/test/v1/namespaces/../customs?watch=1&timeoutSeconds=1", nil},
 		{http.MethodGet, "/apis/test/v1/namespaces/%2e%2e/customs", nil},
-		{http.MethodGet, "/apis/test/v1/namespaces/ns1/../ns2/customs", nil},
-		{http.MethodGet, "/apis/test/v1/namespaces/ns1/customs/../../ns2/customs/secret", nil},
-		{http.MethodGet, "/apis/test/v1/namespaces/ns1/customs/..%2f..%2fns2%2fcustoms%2fsecret", nil},
+		{http.MethodGet, "/apis/test/v1/namespaces/" + e.ns + "/../" + e.ns2 + "/customs", nil},
+		{http.MethodGet, "/apis/test/v1/namespaces/" + e.ns + "/customs/../../" + e.ns2 + "/customs/secret", nil},
+		{http.MethodGet, "/apis/test/v1/namespaces/" + e.ns + "/customs/..%2f..%2f" + e.ns2 + "%2fcustoms%2fsecret", nil},
 		{http.MethodPost, "/apis/test/v1/namespaces/../customs", encode(t, escape)},
 		{http.MethodPost, "/apis/test/v1/namespaces/./customs", encode(t, escape)},
 		{http.MethodPut, "/apis/test/v1/namespaces/../customs/secret", encode(t, changedSecret)},
 		{http.MethodDelete, "/apis/test/v1/namespaces/../customs/secret", nil},
 		{http.MethodDelete, "/apis/test/v1/namespaces/./customs", nil},
-		{http.MethodDelete, "/apis/test/v1/namespaces/ns1/customs/../../ns2/customs/secret", nil},
+		{http.MethodDelete, "/apis/test/v1/namespaces/" + e.ns + "/customs/../../" + e.ns2 + "/customs/secret", nil},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			r := e.rawPath(t, tc.method, tc.path, tc.body)
@@ -62,8 +62,8 @@ func testRawPathsWithDotSegments(t *testing.T, mode storageMode) {
 				if r.code >= 200 && r.code < 300 {
 					t.Errorf("HTTP %d, want non-2xx; body: %s", r.code, abbreviate(r.body))
 				}
-				if strings.Contains(string(r.body), "only-in-ns2") || strings.Contains(string(r.body), `"namespace":"ns2"`) {
-					t.Errorf("HTTP %d returned an object of namespace ns2: %s", r.code, abbreviate(r.body))
+				if strings.Contains(string(r.body), "only-in-ns2") || strings.Contains(string(r.body), `"namespace":"`+e.ns2+`"`) {
+					t.Errorf("HTTP %d returned an object of namespace %s: %s", r.code, e.ns2, abbreviate(r.body))
 				}
 				e.requireUnchanged(t, before)
 			})

@@ -5,9 +5,8 @@ package semantics_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -54,9 +53,24 @@ type door struct {
 	inProcess  bool
 	watchCache bool
 	srv        *customapitest.Server
-	// customs returns a client of customs in namespace ns ("" for all
+	// open returns a client of customs in namespace ns ("" for all
 	// namespaces on List, Watch and DeleteCollection).
+	open func(ns string) (customsClient, error)
+	// customs is open failing the test the door is bound to (see bind).
 	customs func(ns string) customsClient
+}
+
+// bind returns d with customs failing t when a client cannot be built.
+func (d door) bind(t *testing.T) door {
+	d.customs = func(ns string) customsClient {
+		t.Helper()
+		c, err := d.open(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return d
 }
 
 // http reports whether the door is the HTTP one.
@@ -92,37 +106,44 @@ func (w *warnings) all() []string {
 	return append([]string(nil), w.msg...)
 }
 
-// doorsOf returns the two doors of one running server.
-func doorsOf(t *testing.T, s *customapitest.Server, watchCache bool) []door {
-	t.Helper()
+// openDoors returns the two doors of one running server, not yet bound to
+// a test.
+func openDoors(s *customapitest.Server, watchCache bool) ([]door, error) {
 	inproc, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cache := map[bool]string{true: "on", false: "off"}[watchCache]
 	return []door{
 		{
 			name: "inprocess/cache=" + cache, inProcess: true, watchCache: watchCache, srv: s,
-			customs: func(ns string) customsClient { return inproc.Namespace(ns) },
+			open: func(ns string) (customsClient, error) { return inproc.Namespace(ns), nil },
 		},
 		{
 			name: "http/cache=" + cache, watchCache: watchCache, srv: s,
-			customs: func(ns string) customsClient {
-				c, err := httpCustoms(s, ns, rest.NoWarnings{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return c
-			},
+			open: func(ns string) (customsClient, error) { return httpCustoms(s, ns, rest.NoWarnings{}) },
 		},
+	}, nil
+}
+
+// doorsOf returns the two doors of one running server, bound to t.
+func doorsOf(t *testing.T, s *customapitest.Server, watchCache bool) []door {
+	t.Helper()
+	doors, err := openDoors(s, watchCache)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for i := range doors {
+		doors[i] = doors[i].bind(t)
+	}
+	return doors
 }
 
 // startDoors starts one server with the watch cache on and one with it off
-// (configure, if not nil, adjusts both) and returns their four doors. Today
-// the servers live for the calling test; once customapitest.NewServer
-// exists, the package's TestMain starts the two default servers once and
-// this returns their doors (cases already use a namespace of their own).
+// (configure, if not nil, adjusts both) for the calling test alone and
+// returns their four doors. Only cases that need servers of their own (an
+// etcd of their own, options of their own) use it; the rest share the
+// package's servers through forEachDoor.
 func startDoors(t *testing.T, configure func(*server.Options)) []door {
 	t.Helper()
 	var out []door
@@ -138,17 +159,54 @@ func startDoors(t *testing.T, configure func(*server.Options)) []door {
 	return out
 }
 
-// forEachDoor runs fn once through each of the four doors, as subtests
-// named after the door.
-func forEachDoor(t *testing.T, fn func(t *testing.T, d door)) {
-	t.Helper()
-	forDoors(t, startDoors(t, nil), fn)
+// sharedDoors are the four doors of the package's two default servers
+// (watch cache on, watch cache off), started once by TestMain. Cases using
+// them work in a namespace of their own and never change server-wide state.
+var sharedDoors []door
+
+// TestMain starts the two shared servers, runs the tests and stops the
+// servers.
+func TestMain(m *testing.M) {
+	os.Exit(runShared(m))
 }
 
+func runShared(m *testing.M) int {
+	for _, cache := range []bool{true, false} {
+		s, err := customapitest.NewServer(customapitest.Options{
+			Configure: func(o *server.Options) { o.WatchCache = cache },
+		}, install.Customs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shared server:", err)
+			return 1
+		}
+		defer func() {
+			if err := s.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "shared server:", err)
+			}
+		}()
+		doors, err := openDoors(s, cache)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shared doors:", err)
+			return 1
+		}
+		sharedDoors = append(sharedDoors, doors...)
+	}
+	return m.Run()
+}
+
+// forEachDoor runs fn once through each of the four shared doors, as
+// subtests named after the door.
+func forEachDoor(t *testing.T, fn func(t *testing.T, d door)) {
+	t.Helper()
+	forDoors(t, sharedDoors, fn)
+}
+
+// forDoors runs fn once through each door, as subtests named after the
+// door, with the door bound to the subtest.
 func forDoors(t *testing.T, doors []door, fn func(t *testing.T, d door)) {
 	t.Helper()
 	for _, d := range doors {
-		t.Run(d.name, func(t *testing.T) { fn(t, d) })
+		t.Run(d.name, func(t *testing.T) { fn(t, d.bind(t)) })
 	}
 }
 
@@ -185,11 +243,7 @@ func httpCustoms(s *customapitest.Server, ns string, warn rest.WarningHandler) (
 // characters), so that cases sharing a server do not see each other.
 func namespace(t *testing.T) string {
 	t.Helper()
-	b := make([]byte, 5)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "t-" + hex.EncodeToString(b)
+	return customapitest.Namespace(t)
 }
 
 // listOnce is List without client-go's retries. Over HTTP, client-go
