@@ -112,7 +112,7 @@ func TestBadInput(t *testing.T) {
 		{"patch with wrong type", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"replicas":"three"}}`), metav1.PatchOptions{})
 			return err
-		}, metav1.StatusReasonInvalid, "patch"}, // 422 Invalid(patch), as kube-apiserver
+		}, metav1.StatusReasonInvalid, "spec.replicas"}, // 422 naming the field (kube-apiserver: Invalid on "patch")
 
 		{"patch makes it invalid", func() error {
 			_, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"replicas":-5}}`), metav1.PatchOptions{})

@@ -74,7 +74,18 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	mgr := managerOr(opts.FieldManager, c.DefaultManager)
 	var mech mechanism
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType:
+	case types.JSONPatchType:
+		mech = s.jsonPatch(pt, data, fv, fm, mgr)
+	case types.MergePatchType:
+		// A merge patch holds the new values as they will be stored: check
+		// them against the Go type first, so that the error names the field
+		// (the typed decode of the result would name only "patch").
+		patchMap := map[string]any{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &patchMap); err == nil {
+			if err := s.checkNumbers(name, patchMap); err != nil {
+				return nil, err
+			}
+		}
 		mech = s.jsonPatch(pt, data, fv, fm, mgr)
 	case types.StrategicMergePatchType:
 		patchMap := map[string]any{}
@@ -297,8 +308,8 @@ func (s *Store) applyPatch(patchObj *unstructured.Unstructured, opts metav1.Patc
 	}
 }
 
-// checkNumbers refuses, with Invalid (422), a strategic merge patch or
-// apply body holding a number the Go type cannot hold exactly
+// checkNumbers refuses, with Invalid (422), a merge patch, strategic merge
+// patch or apply body holding a number the Go type cannot hold exactly
 // (CheckNumbers), as the HTTP server's number filter does.
 func (s *Store) checkNumbers(name string, content map[string]any) error {
 	if errs := CheckNumbers(nil, content, reflect.TypeOf(s.res.New())); len(errs) != 0 {

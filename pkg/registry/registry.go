@@ -211,8 +211,10 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 	}
 }
 
-// waitReady polls every store's readiness check until all pass, ctx ends
-// or DefaultReadyTimeout passes.
+// waitReady polls every store's readiness check, then the etcd health
+// check (whose client connects in the background), until all pass, ctx
+// ends or DefaultReadyTimeout passes, so that an opened registry answers
+// Ready and CheckEtcd with nil.
 func (r *Registry) waitReady(ctx context.Context) error {
 	readyCtx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
 	defer cancel()
@@ -231,6 +233,16 @@ func (r *Registry) waitReady(ctx context.Context) error {
 		}
 		return fmt.Errorf("registry: storage of %s not ready after %s: %w (last check: %v); is etcd reachable at %s?",
 			st.res.GroupResource(), DefaultReadyTimeout, err, st.main.ReadinessCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
+	}
+	err := wait.PollUntilContextCancel(readyCtx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+		return r.etcdCheck() == nil, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("registry: open abandoned while waiting for etcd's health check: %w", ctx.Err())
+		}
+		return fmt.Errorf("registry: etcd's health check still fails after %s: %w (last check: %v); is etcd reachable at %s?",
+			DefaultReadyTimeout, err, r.etcdCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
 	}
 	return nil
 }

@@ -65,9 +65,10 @@ type Resource struct {
 	// "spec.message" and a function returning the object's value for it.
 	SelectableFields map[string]func(obj runtime.Object) string
 	// OpenAPIDefinitions returns the generated OpenAPI definitions that
-	// describe the kind (openapi-gen's GetOpenAPIDefinitions). The server needs
-	// them for server-side apply and kubectl explain; the in-process client
-	// does not.
+	// describe the kind (openapi-gen's GetOpenAPIDefinitions). Required:
+	// every write records managedFields against this schema (server-side
+	// apply, in-process and over HTTP) and the server serves it for kubectl
+	// explain; registry.Open refuses a resource without it.
 	OpenAPIDefinitions common.GetOpenAPIDefinitions
 }
 

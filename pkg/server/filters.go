@@ -171,13 +171,14 @@ func (b *requestBody) statusError(err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("the request body cannot be read: %v", err))
 }
 
-// withNumberCheck answers 422 Invalid to a server-side apply or strategic
-// merge patch whose body holds a number the resource's Go type cannot hold
-// exactly (registry.CheckNumbers): these bodies are decoded without a type
-// and converted by runtime.DefaultUnstructuredConverter, which narrows
-// (spec.replicas 10000000000 would be stored as 1410065408 in an int32) or
-// fails with a 500, where POST, PUT, merge and JSON patch refuse the value
-// in their typed decode. Bodies longer than maxBytes, or that do not
+// withNumberCheck answers 422 Invalid to a server-side apply, strategic
+// merge patch or merge patch whose body holds a number the resource's Go
+// type cannot hold exactly (registry.CheckNumbers): apply and strategic
+// merge patch bodies are decoded without a type and converted by
+// runtime.DefaultUnstructuredConverter, which narrows (spec.replicas
+// 10000000000 would be stored as 1410065408 in an int32) or fails with a
+// 500; a merge patch's result is refused by its typed decode, but with an
+// error that names only "patch", where this names the field. Bodies longer than maxBytes, or that do not
 // decode, are passed on for the handler to refuse. stores are the served
 // resources' registry stores.
 func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource) (*registry.Store, bool), maxBytes int64, codecs serializer.CodecFactory) http.Handler {
@@ -188,7 +189,7 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 		}
 		mediaType, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";")
 		mediaType = strings.TrimSpace(mediaType)
-		if mediaType != string(types.ApplyYAMLPatchType) && mediaType != string(types.StrategicMergePatchType) {
+		if mediaType != string(types.ApplyYAMLPatchType) && mediaType != string(types.StrategicMergePatchType) && mediaType != string(types.MergePatchType) {
 			next.ServeHTTP(w, req)
 			return
 		}

@@ -306,7 +306,7 @@ func TestBadInput(t *testing.T) {
 			{"malformed json patch", patchErr(types.JSONPatchType, `{"op":"add"}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
 			{"json patch test fails", patchErr(types.JSONPatchType, `[{"op":"test","path":"/spec/message","value":"other"}]`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, ""},
 			{"patch changes name", patchErr(types.MergePatchType, `{"metadata":{"name":"c9"}}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
-			{"patch with a value of the wrong type", patchErr(types.MergePatchType, `{"spec":{"replicas":"three"}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "patch"},
+			{"patch with a value of the wrong type", patchErr(types.MergePatchType, `{"spec":{"replicas":"three"}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "spec.replicas"},
 			{"patch makes it invalid", patchErr(types.MergePatchType, `{"spec":{"replicas":-5}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "spec.replicas"},
 			{"stale resourceVersion in a patch", patchErr(types.MergePatchType, `{"metadata":{"resourceVersion":"1"},"spec":{"message":"p"}}`, metav1.PatchOptions{}), metav1.StatusReasonConflict, ""},
 			{"malformed strategic merge patch", patchErr(types.StrategicMergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
