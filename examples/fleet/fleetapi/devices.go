@@ -13,7 +13,7 @@ import (
 
 // Devices declares devices.fleet.example.com/v1alpha1 (kind Device).
 var Devices = resource.Resource{
-	GroupVersionKind:  fleetv1alpha1.GroupVersion.WithKind("Device"),
+	GroupVersionKind:  fleetv1alpha1.SchemeGroupVersion.WithKind("Device"),
 	Plural:            "devices",
 	ShortNames:        []string{"dev"},
 	ClusterScoped:     true,

@@ -2,12 +2,9 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// SchemeGroupVersion is bench.customapi.io/v1.
-var SchemeGroupVersion = schema.GroupVersion{Group: "bench.customapi.io", Version: "v1"}
-
+// +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Sample is the object the benchmark writes, reads, lists and watches.

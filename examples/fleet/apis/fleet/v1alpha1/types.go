@@ -2,12 +2,10 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupVersion is fleet.example.com/v1alpha1.
-var GroupVersion = schema.GroupVersion{Group: "fleet.example.com", Version: "v1alpha1"}
-
+// +genclient
+// +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Device is one machine of the fleet. It is cluster-scoped: device names
