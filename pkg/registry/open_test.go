@@ -6,8 +6,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kube-openapi/pkg/common"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -23,6 +26,17 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	noDefs := install.Customs
 	noDefs.OpenAPIDefinitions = nil
 	good := etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}}
+	otherDefs := install.Customs
+	otherDefs.OpenAPIDefinitions = func(common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		return map[string]common.OpenAPIDefinition{}
+	}
+	unnamedRes := resource.Resource{
+		GroupVersionKind:   schema.GroupVersionKind{Group: "unnamed.example.com", Version: "v1", Kind: "Unnamed"},
+		Plural:             "unnameds",
+		New:                func() runtime.Object { return &unnamed{} },
+		NewList:            func() runtime.Object { return &unnamedList{} },
+		OpenAPIDefinitions: install.Customs.OpenAPIDefinitions,
+	}
 	cases := []struct {
 		name      string
 		cfg       registry.Config
@@ -31,6 +45,8 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	}{
 		{"no resources", registry.Config{Etcd: good}, nil, "no resources"},
 		{"no OpenAPI definitions", registry.Config{Etcd: good}, []resource.Resource{noDefs}, "no OpenAPIDefinitions"},
+		{"type without an OpenAPI model name", registry.Config{Etcd: good}, []resource.Resource{unnamedRes}, "+k8s:openapi-model-package"},
+		{"definitions without the type's model", registry.Config{Etcd: good}, []resource.Resource{otherDefs}, `no model "com.github.customapi.customapi.pkg.apis.test.v1.Custom"`},
 		{"both etcds", registry.Config{Etcd: good, EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: t.TempDir()}}, []resource.Resource{install.Customs}, "not both"},
 		{"no etcd", registry.Config{}, []resource.Resource{install.Customs}, "endpoint"},
 		{"bad prefix", registry.Config{Etcd: good, Prefix: "/"}, []resource.Resource{install.Customs}, "prefix"},
@@ -116,4 +132,33 @@ func TestOpenRegistryHarness(t *testing.T) {
 	if !strings.HasPrefix(reg.Key(install.Customs, "ns", "n"), reg.Prefix+"/test/customs/ns/n") {
 		t.Fatalf("key %q", reg.Key(install.Customs, "ns", "n"))
 	}
+}
+
+// unnamed is a kind whose package lacks +k8s:openapi-model-package: no
+// OpenAPIModelName method. Its DeepCopyObject is written by hand because
+// the generator is not run for test fixtures.
+type unnamed struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func (u *unnamed) DeepCopyObject() runtime.Object {
+	c := &unnamed{TypeMeta: u.TypeMeta}
+	u.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return c
+}
+
+type unnamedList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []unnamed `json:"items"`
+}
+
+func (l *unnamedList) DeepCopyObject() runtime.Object {
+	c := &unnamedList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&c.ListMeta)
+	for i := range l.Items {
+		c.Items = append(c.Items, *l.Items[i].DeepCopyObject().(*unnamed))
+	}
+	return c
 }
