@@ -14,14 +14,6 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 )
 
-var storeModes = []struct {
-	name string
-	opts customapitest.RegistryOptions
-}{
-	{"watch-cache", customapitest.RegistryOptions{}},
-	{"no-watch-cache", customapitest.RegistryOptions{DisableWatchCache: true}},
-}
-
 // contended is retry.DefaultRetry with room for 8 writers on one object.
 var contended = wait.Backoff{Steps: 100, Duration: 2 * time.Millisecond, Factor: 1.1, Jitter: 1, Cap: 50 * time.Millisecond}
 

@@ -46,20 +46,6 @@ func custom(name string) *testv1.Custom {
 	return &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: testv1.CustomSpec{Message: "hello", Replicas: 1}}
 }
 
-// keys returns the etcd keys under the test's prefix.
-func (e env) keys(t *testing.T) []string {
-	t.Helper()
-	resp, err := e.etcd.Get(t.Context(), e.prefix+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, kv := range resp.Kvs {
-		out = append(out, string(kv.Key))
-	}
-	return out
-}
-
 // snapshot returns every key and value under the test's prefix, with the
 // revision they were read at.
 func (e env) snapshot(t *testing.T) map[string]string {

@@ -5,12 +5,10 @@ package client_test
 
 import (
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/customapi/customapi/pkg/customapitest"
 )
@@ -170,20 +168,4 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// nextEvent returns the next watch event, failing the test if none arrives
-// within 30 seconds (a bound on a hang, not a wait for readiness).
-func nextEvent(t *testing.T, w watch.Interface) watch.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			t.Fatal("watch closed")
-		}
-		return ev
-	case <-time.After(30 * time.Second):
-		t.Fatal("no watch event within 30s")
-	}
-	return watch.Event{}
 }

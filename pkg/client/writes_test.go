@@ -80,7 +80,7 @@ func TestCreateRecordsManagedFields(t *testing.T) {
 			if got := managers(out); len(got) != 1 || got[0] != tc.want {
 				t.Fatalf("managedFields %v, want [%s]", got, tc.want)
 			}
-			fields := string(out.GetManagedFields()[0].FieldsV1.Raw)
+			fields := out.GetManagedFields()[0].FieldsV1.GetRawString()
 			if !strings.Contains(fields, `"f:replicas"`) || !strings.Contains(fields, `"f:message"`) {
 				t.Fatalf("fieldsV1 %s does not own spec.replicas and spec.message", fields)
 			}

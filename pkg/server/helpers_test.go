@@ -20,7 +20,6 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -93,17 +92,6 @@ func runShared(m *testing.M) int {
 func start(t *testing.T) env {
 	t.Helper()
 	return sharedEnv(t, sharedServers[0])
-}
-
-// startOn serves customs on a new server storing in the given etcd under
-// prefix, so several servers (and the test) can share one etcd.
-func startOn(t *testing.T, ec etcd.ClientConfig, prefix string, mode storageMode) env {
-	t.Helper()
-	return ownEnv(customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.SetEtcd(ec)
-		o.EtcdPrefix = prefix
-		o.WatchCache = mode.watchCache
-	}, install.Customs))
 }
 
 // storageMode says whether the server reads through its watch cache.
@@ -221,11 +209,6 @@ func (e env) patch(t *testing.T, path, contentType string, body []byte) response
 	return e.do(t, request{method: http.MethodPatch, path: path, body: body, contentType: contentType})
 }
 
-func (e env) del(t *testing.T, path string, body []byte) response {
-	t.Helper()
-	return e.do(t, request{method: http.MethodDelete, path: path, body: body})
-}
-
 // requireCode fails the test unless the answer has the status code.
 func requireCode(t *testing.T, r response, want int) {
 	t.Helper()
@@ -276,19 +259,6 @@ func requireCause(t *testing.T, st metav1.Status, field string) {
 		}
 	}
 	t.Fatalf("Status %q has no cause for field %s: %+v", st.Message, field, st.Details.Causes)
-}
-
-// requireCauseType fails unless the Status has a cause of the type.
-func requireCauseType(t *testing.T, st metav1.Status, want metav1.CauseType) {
-	t.Helper()
-	if st.Details != nil {
-		for _, c := range st.Details.Causes {
-			if c.Type == want {
-				return
-			}
-		}
-	}
-	t.Fatalf("Status %q (reason %s) has no cause of type %s: %+v", st.Message, st.Reason, want, st.Details)
 }
 
 func abbreviate(b []byte) string {

@@ -12,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -44,8 +43,6 @@ type customsClient interface {
 	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
 }
 
-var customsGVR = schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}
-
 // door is one way into a server: in-process or HTTP, with the server's
 // watch cache on or off.
 type door struct {
@@ -72,9 +69,6 @@ func (d door) bind(t *testing.T) door {
 	}
 	return d
 }
-
-// http reports whether the door is the HTTP one.
-func (d door) http() bool { return !d.inProcess }
 
 // httpWithWarnings returns an HTTP client of customs in ns whose server
 // warnings are collected into the returned recorder.
