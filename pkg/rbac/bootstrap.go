@@ -165,7 +165,9 @@ func clusterRoleBinding(roleName string, groups ...string) rbacv1.ClusterRoleBin
 // ruleBuilder builds a PolicyRule with sorted fields, as kube's bootstrap policy writes them.
 type ruleBuilder struct{ r rbacv1.PolicyRule }
 
-func rule(verbs ...string) *ruleBuilder { return &ruleBuilder{rbacv1.PolicyRule{Verbs: slices.Clone(verbs)}} }
+func rule(verbs ...string) *ruleBuilder {
+	return &ruleBuilder{rbacv1.PolicyRule{Verbs: slices.Clone(verbs)}}
+}
 
 func (b *ruleBuilder) groups(g ...string) *ruleBuilder {
 	b.r.APIGroups = append(b.r.APIGroups, g...)
