@@ -161,7 +161,7 @@ func TestRulesFor(t *testing.T) {
 
 type failingSource struct{ StaticSource }
 
-func (failingSource) ListClusterRoleBindings(context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+func (*failingSource) ListClusterRoleBindings(context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	return nil, errors.New("store unavailable")
 }
 

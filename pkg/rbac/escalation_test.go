@@ -101,7 +101,7 @@ func TestEscalationR1(t *testing.T) {
 		{name: "resourceNames: holding one name does not cover all", user: alice, ns1: []rbacv1.PolicyRule{named(deleteCustoms, "a")}, namespace: "ns1", obj: roleGrantingDelete, wantErr: apierrors.IsForbidden},
 		{name: "resourceNames: holding all covers one name", user: alice, ns1: []rbacv1.PolicyRule{deleteCustoms}, namespace: "ns1", obj: newRole("", "r", named(deleteCustoms, "a")), wantErr: nil},
 		{name: "aggregationRule needs full authority", user: alice, global: []rbacv1.PolicyRule{verbsOn(testGroup, "customs", "*")},
-			obj: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"x": "y"}}}}},
+			obj:     &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agg"}, AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"x": "y"}}}}},
 			wantErr: apierrors.IsForbidden, wantMessage: []string{"must have cluster-admin privileges to use the aggregationRule"}},
 		{name: "system:masters may bind anything", user: master, namespace: "ns1", obj: editBinding},
 		{name: "system:masters may write any role", user: master, obj: newClusterRole("everything", nil, fullAuthority...)},
