@@ -187,3 +187,49 @@ func TestNewRefusesNilSource(t *testing.T) {
 		t.Error("New(nil) must fail")
 	}
 }
+
+func TestConditionsAware(t *testing.T) {
+	a := newTestAuthorizer(t, testPolicy())
+	req := resourceRequest("delete", testGroup, "customs", "", "x")
+	req.Namespace, req.User = "ns1", &user.DefaultInfo{Name: "alice"}
+	if d := a.ConditionsAwareAuthorize(context.Background(), req); !d.IsAllow() {
+		t.Errorf("ConditionsAwareAuthorize: %+v, want Allow", d)
+	}
+	req.Namespace = "ns2"
+	if d := a.ConditionsAwareAuthorize(context.Background(), req); !d.IsNoOpinion() {
+		t.Errorf("ConditionsAwareAuthorize: %+v, want NoOpinion", d)
+	}
+	if d, _, err := a.EvaluateConditions(context.Background(), authorizer.ConditionsAwareDecisionAllow("", nil), nil); d != authorizer.DecisionDeny || !errors.Is(err, authorizer.ErrorConditionEvaluationNotSupported) {
+		t.Errorf("EvaluateConditions: %v %v, want Deny and not supported", d, err)
+	}
+}
+
+func TestRoleRefRules(t *testing.T) {
+	a := newTestAuthorizer(t, testPolicy())
+	tests := []struct {
+		name    string
+		ref     rbacv1.RoleRef
+		ns      string
+		wantErr string
+	}{
+		{"role in its namespace", rbacv1.RoleRef{Kind: "Role", Name: "status-writer"}, "ns2", ""},
+		{"role from a cluster binding", rbacv1.RoleRef{Kind: "Role", Name: "status-writer"}, "", "outside a namespace"},
+		{"role in another namespace", rbacv1.RoleRef{Kind: "Role", Name: "status-writer"}, "ns1", "not found"},
+		{"clusterrole", rbacv1.RoleRef{Kind: "ClusterRole", Name: "customs-reader"}, "", ""},
+		{"unknown kind", rbacv1.RoleRef{Kind: "Group", Name: "x"}, "", "unsupported role reference kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules, err := a.RoleRefRules(context.Background(), tt.ref, tt.ns)
+			if tt.wantErr == "" {
+				if err != nil || len(rules) == 0 {
+					t.Errorf("rules %v err %v", rules, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -12,11 +12,12 @@ import (
 const (
 	// BootstrappingLabel marks every bootstrap object, with the value "rbac-defaults".
 	BootstrappingLabel = "kubernetes.io/bootstrapping"
-	// AggregateToAdminLabel, AggregateToEditLabel and AggregateToViewLabel, set to "true" on a ClusterRole,
-	// add its rules to the ClusterRole admin, edit or view (through their aggregationRules).
+	// AggregateToAdminLabel set to "true" on a ClusterRole adds its rules to the ClusterRole admin.
 	AggregateToAdminLabel = "rbac.authorization.k8s.io/aggregate-to-admin"
-	AggregateToEditLabel  = "rbac.authorization.k8s.io/aggregate-to-edit"
-	AggregateToViewLabel  = "rbac.authorization.k8s.io/aggregate-to-view"
+	// AggregateToEditLabel set to "true" on a ClusterRole adds its rules to edit (and so to admin).
+	AggregateToEditLabel = "rbac.authorization.k8s.io/aggregate-to-edit"
+	// AggregateToViewLabel set to "true" on a ClusterRole adds its rules to view (and so to edit and admin).
+	AggregateToViewLabel = "rbac.authorization.k8s.io/aggregate-to-view"
 )
 
 // Verb sets of the bootstrap policy, kube's Read, Write and ReadWrite.
@@ -26,9 +27,11 @@ var (
 	readWriteVerbs = append(slices.Clone(readVerbs), writeVerbs...)
 )
 
-// Policy is a set of RBAC objects to create.
+// Policy is a set of RBAC objects to create, with TypeMeta set (rbac.authorization.k8s.io/v1).
 type Policy struct {
-	ClusterRoles        []rbacv1.ClusterRole
+	// ClusterRoles to create, in a fixed order.
+	ClusterRoles []rbacv1.ClusterRole
+	// ClusterRoleBindings to create, each named as the ClusterRole it binds.
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 }
 

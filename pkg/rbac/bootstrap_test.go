@@ -92,6 +92,12 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 			t.Errorf("binding %s subjects %v, want %v", name, subjects[name], want)
 		}
 	}
+	// admin, edit and view come already aggregated over the bootstrap roles.
+	for _, r := range policy.ClusterRoles {
+		if r.AggregationRule != nil && len(r.Rules) == 0 {
+			t.Errorf("clusterrole %s has no aggregated rules", r.Name)
+		}
+	}
 	// Each call returns new objects.
 	policy.ClusterRoles[0].Labels["x"] = "y"
 	if _, ok := BootstrapPolicy().ClusterRoles[0].Labels["x"]; ok {

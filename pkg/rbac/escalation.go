@@ -70,7 +70,9 @@ func (a *Authorizer) ConfirmNoEscalation(ctx context.Context, u user.Info, names
 //   - a member of system:masters may write anything;
 //   - a Role or ClusterRole may be created or updated when the user holds every rule it grants (in the role's
 //     namespace for a Role, cluster-wide for a ClusterRole), or when the user may "escalate" it (verb escalate
-//     on roles or clusterroles in group rbac.authorization.k8s.io, name and namespace of the role);
+//     on roles or clusterroles in group rbac.authorization.k8s.io in the role's namespace; on update with the
+//     role's name, on create without a name, as kube-apiserver asks it from the request URL, so an escalate
+//     rule limited by resourceNames only helps updates);
 //     a ClusterRole with an aggregationRule (on update: before or after) additionally needs full authority
 //     ("*" on every resource and non-resource URL) unless the user may escalate it;
 //   - a RoleBinding or ClusterRoleBinding may be created or updated when the user may "bind" the referenced
@@ -143,13 +145,13 @@ func (c EscalationCheck) confirm(ctx context.Context, u user.Info, namespace str
 		if namespace == "" {
 			return apierrors.NewBadRequest("namespace is required")
 		}
-		return c.confirmRole(ctx, u, rolesResource, namespace, o.Name, o.Rules, false)
+		return c.confirmRole(ctx, u, rolesResource, namespace, o.Name, old != nil, o.Rules, false)
 	case *rbacv1.ClusterRole:
 		aggregating := hasAggregationRule(o)
 		if oldRole, ok := old.(*rbacv1.ClusterRole); ok && hasAggregationRule(oldRole) {
 			aggregating = true
 		}
-		return c.confirmRole(ctx, u, clusterRolesResource, "", o.Name, o.Rules, aggregating)
+		return c.confirmRole(ctx, u, clusterRolesResource, "", o.Name, old != nil, o.Rules, aggregating)
 	case *rbacv1.RoleBinding:
 		if namespace == "" {
 			return apierrors.NewBadRequest("namespace is required")
@@ -162,11 +164,16 @@ func (c EscalationCheck) confirm(ctx context.Context, u user.Info, namespace str
 	}
 }
 
-func (c EscalationCheck) confirmRole(ctx context.Context, u user.Info, gr schema.GroupResource, namespace, name string, rules []rbacv1.PolicyRule, aggregating bool) error {
-	if c.allowed(ctx, authorizer.AttributesRecord{
+// confirmRole checks a role write; update says whether the request names the role (an update) or not (a create).
+func (c EscalationCheck) confirmRole(ctx context.Context, u user.Info, gr schema.GroupResource, namespace, name string, update bool, rules []rbacv1.PolicyRule, aggregating bool) error {
+	escalate := authorizer.AttributesRecord{
 		User: u, Verb: "escalate", APIGroup: gr.Group, APIVersion: "*", Resource: gr.Resource,
-		Name: name, Namespace: namespace, ResourceRequest: true,
-	}) {
+		Namespace: namespace, ResourceRequest: true,
+	}
+	if update {
+		escalate.Name = name
+	}
+	if c.allowed(ctx, escalate) {
 		return nil
 	}
 	if err := c.Rules.ConfirmNoEscalation(ctx, u, namespace, rules); err != nil {
