@@ -11,3 +11,19 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" ./pkg/apis/... ./examples/...
+
+# The gRPC example's stubs and request messages (examples/grpc/relay.pb.go),
+# generated from relay.proto by customapi-gen's own protoc (gogo's generator
+# with its grpc plugin). With --verify they are generated into a temporary
+# directory and compared with the committed file.
+relay_out=.
+if [[ " $* " == *" --verify "* ]]; then
+	relay_out=$(mktemp -d)
+	trap 'rm -rf "$relay_out"' EXIT
+fi
+(cd examples/grpc && go run ../../cmd/customapi-gen protoc -I . \
+	"--gogo_out=plugins=grpc,paths=source_relative:$relay_out" relay.proto)
+if [[ "$relay_out" != . ]] && ! diff -u examples/grpc/relay.pb.go "$relay_out/relay.pb.go"; then
+	echo "examples/grpc/relay.pb.go is stale: run hack/update-codegen.sh" >&2
+	exit 1
+fi

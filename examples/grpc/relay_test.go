@@ -120,7 +120,7 @@ func TestStatusError(t *testing.T) {
 		{apierrors.NewBadRequest("bad"), codes.InvalidArgument},
 		{apierrors.NewInvalid(schema.GroupKind{Group: "test", Kind: "Custom"}, "x", nil), codes.InvalidArgument},
 		{apierrors.NewResourceExpired("too old resource version"), codes.OutOfRange},
-		{apierrors.NewGone("gone"), codes.OutOfRange},
+		{apierrors.NewGenericServerResponse(http.StatusGone, "watch", gr, "", "", 0, false), codes.OutOfRange},
 		{apierrors.NewUnauthorized("who"), codes.Unauthenticated},
 		{apierrors.NewForbidden(gr, "x", errors.New("no")), codes.PermissionDenied},
 		{apierrors.NewMethodNotSupported(gr, "patch"), codes.Unimplemented},
