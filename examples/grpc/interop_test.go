@@ -43,18 +43,7 @@ type descriptors struct {
 // protoc and protoc with an import tree do.
 func compileProtos(t *testing.T) descriptors {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := map[string]string{"github.com/customapi/customapi/": root}
-	for _, mod := range []string{"k8s.io/apimachinery", "github.com/gogo/protobuf"} {
-		out, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
-		if err != nil {
-			t.Fatalf("go list -m %s: %v", mod, err)
-		}
-		roots[mod+"/"] = strings.TrimSpace(string(out))
-	}
+	roots := protoRoots(t)
 	c := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
 		Accessor: func(p string) (io.ReadCloser, error) {
 			for prefix, dir := range roots {
@@ -91,6 +80,26 @@ func compileProtos(t *testing.T) descriptors {
 		t.Fatalf("Get returns %s, want the generated Custom message (Unknown found: %v)", d.custom.FullName(), d.unknown != nil)
 	}
 	return d
+}
+
+// protoRoots maps the Go import paths of the modules holding the .proto
+// files (customapi itself, k8s.io/apimachinery, github.com/gogo/protobuf),
+// with a trailing slash, to their directories.
+func protoRoots(t *testing.T) map[string]string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := map[string]string{"github.com/customapi/customapi/": root}
+	for _, mod := range []string{"k8s.io/apimachinery", "github.com/gogo/protobuf"} {
+		out, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Dir}}", mod).Output()
+		if err != nil {
+			t.Fatalf("go list -m %s: %v", mod, err)
+		}
+		roots[mod+"/"] = strings.TrimSpace(string(out))
+	}
+	return roots
 }
 
 // dynamicMessage returns a dynamicpb message of md with the given string
@@ -162,8 +171,9 @@ func requireCustom(t *testing.T, m protoreflect.Message, want *testv1.Custom) {
 
 // createSample creates sample(name) in a namespace of the test's own and
 // returns the object as the registry has it.
-func createSample(t *testing.T, ctx context.Context, name string) *testv1.Custom {
+func createSample(t *testing.T, name string) *testv1.Custom {
 	t.Helper()
+	ctx := testContext(t)
 	reg := customs(t, customapitest.Namespace(t))
 	if _, err := reg.Create(ctx, sample(name), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -181,7 +191,7 @@ func createSample(t *testing.T, ctx context.Context, name string) *testv1.Custom
 func TestInteropGRPC(t *testing.T) {
 	ctx := testContext(t)
 	d := compileProtos(t)
-	want := createSample(t, ctx, "interop")
+	want := createSample(t, "interop")
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -221,11 +231,39 @@ func TestInteropGRPC(t *testing.T) {
 // application/vnd.kubernetes.protobuf): the body is the magic "k8s\x00"
 // and a runtime.Unknown whose raw field holds the Custom message.
 func TestInteropHTTPProtobuf(t *testing.T) {
-	ctx := testContext(t)
 	d := compileProtos(t)
-	want := createSample(t, ctx, "interop-http")
+	want := createSample(t, "interop-http")
 
-	url := api.URL + "/apis/test/v1/namespaces/" + want.Namespace + "/customs/" + want.Name
+	body := protobufGET(t, want)
+	magic := []byte(protobufMagic)
+	if !bytes.HasPrefix(body, magic) {
+		t.Fatalf("body starts %q, want the magic %q", body[:min(len(body), 4)], magic)
+	}
+	unknown := dynamicpb.NewMessage(d.unknown)
+	if err := proto.Unmarshal(body[len(magic):], unknown); err != nil {
+		t.Fatal(err)
+	}
+	tm := get(t, unknown, "typeMeta").Message()
+	if av, kind := get(t, tm, "apiVersion").String(), get(t, tm, "kind").String(); av != "test/v1" || kind != "Custom" {
+		t.Errorf("typeMeta %s %s, want test/v1 Custom", av, kind)
+	}
+	obj := dynamicpb.NewMessage(d.custom)
+	if err := proto.Unmarshal(get(t, unknown, "raw").Bytes(), obj); err != nil {
+		t.Fatal(err)
+	}
+	requireCustom(t, obj, want)
+}
+
+// protobufMagic starts every protobuf body of the Kubernetes API, before
+// the runtime.Unknown envelope.
+const protobufMagic = "k8s\x00"
+
+// protobufGET returns the body of GET obj with Accept:
+// application/vnd.kubernetes.protobuf from the shared API server.
+func protobufGET(t *testing.T, obj *testv1.Custom) []byte {
+	t.Helper()
+	ctx := testContext(t)
+	url := api.URL + "/apis/test/v1/namespaces/" + obj.Namespace + "/customs/" + obj.Name
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -246,21 +284,65 @@ func TestInteropHTTPProtobuf(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != runtime.ContentTypeProtobuf {
 		t.Fatalf("Content-Type %q, want %s", ct, runtime.ContentTypeProtobuf)
 	}
-	magic := []byte("k8s\x00")
-	if !bytes.HasPrefix(body, magic) {
-		t.Fatalf("body starts %q, want the magic %q", body[:min(len(body), 4)], magic)
+	return body
+}
+
+// viewProto reads a protobuf response body (after the magic) in one go: a
+// message with the fields of runtime.Unknown, except that raw, bytes in
+// Unknown, is declared as the Custom it holds (the same wire encoding).
+const viewProto = `syntax = "proto2";
+import "k8s.io/apimachinery/pkg/runtime/generated.proto";
+import "github.com/customapi/customapi/pkg/apis/test/v1/generated.proto";
+message CustomResponse {
+  optional k8s.io.apimachinery.pkg.runtime.TypeMeta typeMeta = 1;
+  optional github.com.customapi.customapi.pkg.apis.test.v1.Custom raw = 2;
+  optional string contentEncoding = 3;
+  optional string contentType = 4;
+}
+`
+
+// protoc itself (C++, no Go at all) decodes a protobuf GET response with
+// the generated .proto file and the apimachinery .proto files it imports,
+// found by Go import path in an import tree: the invocation
+// docs/defining-types.md documents. Skipped when protoc is not installed.
+func TestInteropProtocDecode(t *testing.T) {
+	protoc, err := exec.LookPath("protoc")
+	if err != nil {
+		t.Skip("protoc is not installed")
 	}
-	unknown := dynamicpb.NewMessage(d.unknown)
-	if err := proto.Unmarshal(body[len(magic):], unknown); err != nil {
+	want := createSample(t, "interop-protoc")
+	body := protobufGET(t, want)
+
+	tree := t.TempDir()
+	for imp, dir := range protoRoots(t) {
+		link := filepath.Join(tree, filepath.FromSlash(strings.TrimSuffix(imp, "/")))
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(dir, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tree, "view.proto"), []byte(viewProto), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tm := get(t, unknown, "typeMeta").Message()
-	if av, kind := get(t, tm, "apiVersion").String(), get(t, tm, "kind").String(); av != "test/v1" || kind != "Custom" {
-		t.Errorf("typeMeta %s %s, want test/v1 Custom", av, kind)
+	cmd := exec.CommandContext(t.Context(), protoc, "-I", tree, "--decode=CustomResponse", "view.proto")
+	cmd.Stdin = bytes.NewReader(bytes.TrimPrefix(body, []byte(protobufMagic)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("protoc --decode: %v\n%s", err, stderr.String())
 	}
-	obj := dynamicpb.NewMessage(d.custom)
-	if err := proto.Unmarshal(get(t, unknown, "raw").Bytes(), obj); err != nil {
-		t.Fatal(err)
+	text := string(out)
+	for _, w := range []string{
+		`apiVersion: "test/v1"`, `kind: "Custom"`,
+		`name: "interop-protoc"`, `namespace: "` + want.Namespace + `"`,
+		`uid: "` + string(want.UID) + `"`, `resourceVersion: "` + want.ResourceVersion + `"`,
+		`message: "hello over gRPC"`, `replicas: 3`, `port: 8080`, `port: 9090`,
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("protoc --decode output lacks %s:\n%s", w, text)
+		}
 	}
-	requireCustom(t, obj, want)
 }
