@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -131,5 +130,5 @@ func eventMessage(ev watch.Event) (*WatchEvent, error) {
 		}
 		return nil, status.Errorf(codes.Internal, "watch error event with a %T", ev.Object)
 	}
-	return nil, status.Error(codes.Internal, fmt.Sprintf("unknown watch event type %q", ev.Type))
+	return nil, status.Errorf(codes.Internal, "unknown watch event type %q", ev.Type)
 }

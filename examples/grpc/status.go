@@ -13,8 +13,8 @@ import (
 
 // StatusError converts an error of the registry (a Kubernetes Status error,
 // apierrors.APIStatus) into a gRPC status error with the same message and
-// the code that means the same thing, following the mapping of
-// google.rpc.Code's documentation to HTTP:
+// the code that means the same thing (the HTTP mapping documented with
+// google.rpc.Code, read backwards, where it has one):
 //
 //	404 NotFound                       -> NotFound
 //	409 AlreadyExists                  -> AlreadyExists

@@ -87,16 +87,21 @@ func serve(ctx context.Context, addr string) error {
 		return err
 	}
 	fmt.Printf("serving customapi.examples.relay.Relay on %s (plaintext gRPC); Ctrl-C stops\n", lis.Addr())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	demoErr := make(chan error, 1)
-	go func() { demoErr <- demo(ctx, reg) }()
+	demoDone := make(chan error, 1)
+	go func() { demoDone <- demo(ctx, reg) }()
 	select {
 	case err = <-served:
-	case err = <-demoErr:
+	case err = <-demoDone:
+		demoDone <- err
 	case <-ctx.Done():
 	}
+	cancel()
 	srv.Stop() // ends the Watch streams too; GracefulStop would wait for them
+	<-demoDone // before the registry closes
 	return err
 }
 
