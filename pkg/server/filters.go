@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/yaml"
@@ -185,7 +186,9 @@ func (b *requestBody) statusError(err error) error {
 //   - a merge patch's result, and application/cbor POST and PUT bodies, are
 //     refused by their typed decode, but with an error that names only
 //     "patch" or the enclosing struct ("Go struct field v1.Custom.spec of
-//     type int32"), where this names the field.
+//     type int32"), where this names the field;
+//   - protobuf POST and PUT bodies are decoded by generated code that keeps
+//     a varint's low bits (registry.CheckProtobufNumbers).
 //
 // JSON and YAML POST and PUT bodies and JSON patches are left to their typed
 // decode (sigs.k8s.io/json), which names the field already. Bodies longer
@@ -226,12 +229,7 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(data))
-		content, ok := decode(data)
-		if !ok {
-			next.ServeHTTP(w, req)
-			return
-		}
-		if errs := registry.CheckNumbers(nil, content, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
+		if errs := decode(data, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
 			err := apierrors.NewInvalid(st.Resource().GroupVersionKind.GroupKind(), info.Name, errs)
 			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
 			return
@@ -240,17 +238,49 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 	})
 }
 
-// numberCheckDecoder returns how withNumberCheck decodes a body of the
+// numberChecker checks the numbers of a body for an object of a Go type;
+// a body that does not decode has none (the handler refuses it).
+type numberChecker func(data []byte, goType reflect.Type) field.ErrorList
+
+// numberCheckDecoder returns how withNumberCheck checks a body of the
 // method and media type, and false for the bodies it leaves alone.
-func numberCheckDecoder(method, mediaType string) (func([]byte) (map[string]any, bool), bool) {
+func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
+	untyped := func(decode func([]byte) (map[string]any, bool)) numberChecker {
+		return func(data []byte, goType reflect.Type) field.ErrorList {
+			content, ok := decode(data)
+			if !ok {
+				return nil
+			}
+			return registry.CheckNumbers(nil, content, goType)
+		}
+	}
 	switch {
 	case method == http.MethodPatch && (mediaType == string(types.ApplyYAMLPatchType) || mediaType == string(types.StrategicMergePatchType) || mediaType == string(types.MergePatchType)):
-		return decodeUntyped, true
+		return untyped(decodeUntyped), true
 	case method == http.MethodPatch && mediaType == string(types.ApplyCBORPatchType),
 		(method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeCBOR:
-		return decodeCBOR, true
+		return untyped(decodeCBOR), true
+	case (method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeProtobuf:
+		return checkProtobufBody, true
 	}
 	return nil, false
+}
+
+// protobufPrefix starts every application/vnd.kubernetes.protobuf body:
+// "k8s" and a zero byte, then a runtime.Unknown holding the object.
+var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// checkProtobufBody checks the object in a Kubernetes protobuf envelope
+// (registry.CheckProtobufNumbers).
+func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
+	if !bytes.HasPrefix(data, protobufPrefix) {
+		return nil
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(data[len(protobufPrefix):]); err != nil {
+		return nil
+	}
+	return registry.CheckProtobufNumbers(nil, unk.Raw, goType)
 }
 
 // decodeCBOR decodes a CBOR object as k8s.io/apimachinery does (integers

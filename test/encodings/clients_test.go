@@ -274,7 +274,7 @@ func TestTypedClientProtobuf(t *testing.T) {
 		log.requireAll(t, "answers", func(l *wireLog) []string { return l.answers }, jsonType)
 	})
 	t.Run("customs over protobuf", func(t *testing.T) {
-		skipUnlessProtobuf(t, customs)
+		requireProtobuf(t, customs)
 		log := &wireLog{}
 		cfg := configWithLog(log)
 		cfg.ContentType = protobufType

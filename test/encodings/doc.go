@@ -14,8 +14,8 @@
 // dynamic client, the generated typed clientset over protobuf, client-go
 // preferring CBOR). Case E3 in CBOR is pkg/server's TestNumbersNeverNarrowed.
 //
-// The protobuf cases of customs skip, naming the missing marshallers, while
-// pkg/apis/test/v1 has none (resource.SupportsProtobuf).
+// TestKinds pins that customs has generated protobuf marshallers
+// (resource.SupportsProtobuf) and devices has none.
 //
 //	go test ./test/encodings -count=1
 package encodings

@@ -10,12 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// skipUnlessProtobuf skips a protobuf case of a kind whose Go types have
-// no generated protobuf marshallers yet.
-func skipUnlessProtobuf(t *testing.T, k kind) {
+// requireProtobuf fails a protobuf case of a kind whose Go types have no
+// generated protobuf marshallers.
+func requireProtobuf(t *testing.T, k kind) {
 	t.Helper()
 	if !k.res.SupportsProtobuf() {
-		t.Skipf("%s: the Go types have no generated protobuf marshallers (Marshal/Unmarshal/Reset) yet; run hack/update-codegen.sh with protobuf generation", k.res.GroupVersionKind)
+		t.Fatalf("%s: the Go types have no generated protobuf marshallers (Marshal/Unmarshal/Reset); run hack/update-codegen.sh", k.res.GroupVersionKind)
+	}
+}
+
+// TestKinds pins what the two kinds under test are: customs with protobuf
+// marshallers, devices without.
+func TestKinds(t *testing.T) {
+	requireProtobuf(t, customs)
+	if devices.res.SupportsProtobuf() {
+		t.Fatalf("%s has protobuf marshallers: the tests need a kind without", devices.res.GroupVersionKind)
 	}
 }
 
@@ -124,7 +133,7 @@ func TestWatchNegotiation(t *testing.T) {
 				return // devices: protobuf alone is TestNotAcceptable's 406
 			}
 			t.Run("protobuf only", func(t *testing.T) {
-				skipUnlessProtobuf(t, k)
+				requireProtobuf(t, k)
 				path := collection + "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3D" + name
 				ev := firstWatchEvent(t, path, protobufType, protobufType+";stream=watch")
 				if got := ev.Object.(metav1.Object).GetName(); got != name {
@@ -173,7 +182,7 @@ func TestNotAcceptable(t *testing.T) {
 		})
 	}
 	t.Run("customs GET protobuf", func(t *testing.T) {
-		skipUnlessProtobuf(t, customs)
+		requireProtobuf(t, customs)
 		c := customs.collection(t)
 		create(t, c, customs.object("pb"))
 		r := do(t, request{method: http.MethodGet, path: c + "/pb", accept: protobufType})
