@@ -4,7 +4,8 @@
 // and devices (examples/fleet Device, which has none).
 //
 // Case E1 of the controllers-and-encodings case list maps to:
-// TestNegotiationFallsBack (GET and LIST with Accept lists that fall back),
+// TestNegotiationFallsBack (GET and LIST with Accept lists that fall back;
+// TestTableNegotiation for kubectl's Table request),
 // TestWatchNegotiation (watch Content-Type and a first event that decodes
 // within a deadline: never an empty 200), TestNotAcceptable (406 listing the
 // served types), TestRequestBodies (JSON, YAML, CBOR and protobuf bodies on

@@ -282,3 +282,27 @@ func TestRequestBodies(t *testing.T) {
 		}
 	})
 }
+
+// TestTableNegotiation: kubectl's table request (protobuf Table first,
+// then JSON Table, then JSON) answers a JSON Table for both kinds: as in
+// kube-apiserver, Tables are served in JSON and YAML only
+// (RequestScope.AllowsMediaTypeTransform), so the list falls back.
+func TestTableNegotiation(t *testing.T) {
+	const accept = protobufType + ";as=Table;v=v1;g=meta.k8s.io," + jsonType + ";as=Table;v=v1;g=meta.k8s.io," + jsonType
+	for _, k := range []kind{customs, devices} {
+		t.Run(k.name, func(t *testing.T) {
+			collection := k.collection(t)
+			create(t, collection, k.object(uniqueName(t, "table")))
+			r := do(t, request{method: http.MethodGet, path: collection, accept: accept})
+			if r.code != http.StatusOK {
+				t.Fatalf("HTTP %d: %s", r.code, abbreviate(r.body))
+			}
+			if mt := mediaType(t, r.contentType); mt != jsonType {
+				t.Fatalf("Content-Type %q, want %s", r.contentType, jsonType)
+			}
+			if !strings.Contains(string(r.body), `"kind":"Table"`) {
+				t.Fatalf("not a Table: %s", abbreviate(r.body))
+			}
+		})
+	}
+}
