@@ -71,6 +71,10 @@ type Server struct {
 // servers, one store per resource, waiting for their watch caches) and the
 // generic API server with authentication, authorization, OpenAPI and the
 // resources' API groups installed. It does not serve yet: Run does.
+// Every group is served in JSON, YAML and CBOR, and in protobuf when all its
+// kinds have generated marshallers (resource.SupportsProtobuf); for CBOR,
+// New turns on k8s.io/apiserver's CBORServingAndStorage feature gate for
+// the whole process (see docs/serving.md, "Encodings on the wire").
 // The server takes over the config's data dir lock and listener; on error
 // New releases them, with everything it started, before it returns.
 // Errors: invalid resource declarations, missing OpenAPI definitions, etcd
