@@ -7,6 +7,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -23,9 +24,11 @@ func TestProtobufRoundTrip(t *testing.T) {
 	}
 	s := protobuf.NewSerializer(scheme, scheme)
 	codec := runtime.NewCodec(s, s) // no conversion: the GVK is set by hand below
-	gvk := testv1.SchemeGroupVersion.WithKind
+	gvk := func(kind string) schema.GroupVersionKind {
+		return schema.GroupVersionKind{Group: testv1.GroupName, Version: "v1", Kind: kind}
+	}
 	custom := &testv1.Custom{
-		TypeMeta: metav1.TypeMeta{APIVersion: testv1.SchemeGroupVersion.String(), Kind: "Custom"},
+		TypeMeta: metav1.TypeMeta{APIVersion: testv1.GroupVersion.String(), Kind: "Custom"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "a", Namespace: "default", ResourceVersion: "7", Generation: 2,
 			Labels: map[string]string{"app": "x"},
@@ -38,7 +41,7 @@ func TestProtobufRoundTrip(t *testing.T) {
 		Status: testv1.CustomStatus{Phase: "Ready", ObservedGeneration: 2},
 	}
 	list := &testv1.CustomList{
-		TypeMeta: metav1.TypeMeta{APIVersion: testv1.SchemeGroupVersion.String(), Kind: "CustomList"},
+		TypeMeta: metav1.TypeMeta{APIVersion: testv1.GroupVersion.String(), Kind: "CustomList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "9"},
 		Items:    []testv1.Custom{*custom, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
 	}
