@@ -389,7 +389,12 @@ func TestRefusals(t *testing.T) {
 			"field WidgetSpec.S has type struct{X int32}", "declare the anonymous struct as a named type",
 		},
 	}, {
-		name:    "protobuf: skipped fields and packages without the tag are not checked",
+		name:  "protobuf: a type of a package without protobuf definitions",
+		doc:   widgetDoc,
+		types: strings.Replace(withField("Part other.Part `json:\"part\"`"), "\"fmt\"\n", "\"fmt\"\n\n\tother \"example.com/widgets/parts\"\n", 1),
+		want:  []string{"field WidgetSpec.Part has type other.Part", "package example.com/widgets/parts has no protobuf definitions", "tag it `// +k8s:protobuf-gen=package`"},
+	}, {
+		name:    "protobuf: packages without the tag are not checked",
 		doc:     noProto,
 		types:   withField("Count int `json:\"count\"`"),
 		notWant: []string{"Count"},
@@ -401,18 +406,16 @@ func TestRefusals(t *testing.T) {
 		notWant: []string{"Cache", "Extra"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc
+			if len(tc.want) == 0 {
+				// Nothing of the case is refused: a missing model-package tag
+				// makes the run a refusal anyway, so nothing is generated.
+				doc = strings.Replace(doc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1)
+			}
 			dir := newModule(t, map[string]string{
-				"apis/widgets/v1/doc.go":   tc.doc,
+				"apis/widgets/v1/doc.go":   doc,
 				"apis/widgets/v1/types.go": tc.types,
 			})
-			if len(tc.want) == 0 {
-				// Only the refusal step: a bad model-package tag stops the run
-				// right after it, so nothing is generated.
-				dir = newModule(t, map[string]string{
-					"apis/widgets/v1/doc.go":   strings.Replace(tc.doc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1),
-					"apis/widgets/v1/types.go": tc.types,
-				})
-			}
 			out, err := run(t, dir, bin, "./apis/...")
 			if err == nil {
 				t.Fatalf("customapi-gen accepted the package:\n%s", out)
