@@ -108,7 +108,7 @@ func value(r Result) string {
 		return "-"
 	case strings.HasPrefix(r.Workload, "memory"):
 		return fmt.Sprintf("%.1fMB", r.Value/1e6)
-	case r.Workload == "startup":
+	case r.Workload == "startup", r.Workload == "server cpu":
 		return fmt.Sprintf("%.2fs", r.Value)
 	default:
 		return fmt.Sprintf("%g", r.Value)
