@@ -253,6 +253,17 @@ func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp stri
 	if err != nil {
 		return results, err
 	}
+	if prefix := map[string]string{"etcd": "/bench-etcd", "inprocess": "/bench-inprocess", "self": "/bench-self"}[name]; prefix != "" {
+		mt := cfg.StorageMediaType
+		if name == "etcd" {
+			mt = "" // raw etcd always writes the JSON bytes
+		}
+		size, err := valueSizeRow(ctx, etcdConfig, name, prefix, mt)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, size)
+	}
 	for _, l := range []struct {
 		workload, rv string
 		limit        int64
@@ -274,6 +285,24 @@ func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp stri
 		}
 	}
 	return results, nil
+}
+
+// valueSizeRow reports the size of one loaded sample's value in etcd,
+// stored by the target under prefix in mediaType.
+func valueSizeRow(ctx context.Context, etcdConfig etcd.ClientConfig, target, prefix, mediaType string) (Result, error) {
+	cli, err := etcdConfig.NewClient(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cli.Close()
+	v, err := storedValue(ctx, cli, prefix, nsList, "l-00000")
+	if err != nil {
+		return Result{}, fmt.Errorf("etcd value size: %w", err)
+	}
+	if mediaType == "" {
+		mediaType = "application/json"
+	}
+	return Result{Target: target, Workload: "etcd value", Value: float64(len(v)), Notes: "bytes of one sample in etcd, " + mediaType}, nil
 }
 
 // profiles records CPU profiles of the server under a create workload and
@@ -356,7 +385,12 @@ func profileServer(ctx context.Context, t *httpTarget, file string, seconds int,
 
 // newInprocess builds the in-process target on etcd under /bench-inprocess.
 func newInprocess(ctx context.Context, etcdConfig etcd.ClientConfig, mediaType string) (*inprocessTarget, error) {
-	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: "/bench-inprocess", MediaType: mediaType}, benchinstall.Samples)
+	return newInprocessAt(ctx, etcdConfig, "/bench-inprocess", mediaType)
+}
+
+// newInprocessAt builds the in-process target on etcd under prefix.
+func newInprocessAt(ctx context.Context, etcdConfig etcd.ClientConfig, prefix, mediaType string) (*inprocessTarget, error) {
+	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: prefix, MediaType: mediaType}, benchinstall.Samples)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,8 @@ func value(r Result) string {
 		return "-"
 	case strings.HasPrefix(r.Workload, "memory"):
 		return fmt.Sprintf("%.1fMB", r.Value/1e6)
+	case r.Workload == "etcd value":
+		return fmt.Sprintf("%.0fB", r.Value)
 	case r.Workload == "startup", r.Workload == "server cpu":
 		return fmt.Sprintf("%.2fs", r.Value)
 	default:
