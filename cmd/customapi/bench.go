@@ -25,9 +25,10 @@ Targets (--target, repeatable or comma-separated):
                        transactions and puts of the same bytes (the physical limit)
   inprocess            the typed in-process Go client on the same etcd
   self                 a customapi serve started for the run on the same etcd, over HTTPS
-  kubeconfig=PATH      any Kubernetes-style server, for example kube-apiserver with an equivalent
-                       CRD (docs/bench/samples-crd.yaml); --resource names the resource (it must
-                       accept labels, spec.strings ([]string) and spec.numbers ([]int64));
+  kubeconfig=PATH      any Kubernetes-style server, named by the kubeconfig's current context,
+                       for example kube-apiserver with docs/bench/samples-crd.yaml; --resource
+                       names the resource (it must accept labels, spec.strings ([]string) and
+                       spec.numbers ([]int64));
                        kubeconfig=PATH@pid=N also reports the memory and CPU of process N
                        (the server, on this machine)
   all                  etcd, inprocess and self

@@ -510,8 +510,9 @@ func waitReadyz(ctx context.Context, path string, exited chan error) (*rest.Conf
 	}
 }
 
-// newKubeconfigTarget reaches the server of a kubeconfig; the resource's
-// kind is looked up through discovery. spec is PATH or PATH@pid=N, N being
+// newKubeconfigTarget reaches the server of a kubeconfig, named in the
+// report by the kubeconfig's current context (else its server URL); the
+// resource's kind is looked up through discovery. spec is PATH or PATH@pid=N, N being
 // the server's process id on this machine (for its memory and CPU rows).
 func newKubeconfigTarget(spec string, gvr schema.GroupVersionResource, enc wireEncoding) (*httpTarget, error) {
 	path, pid := spec, 0
@@ -522,9 +523,14 @@ func newKubeconfigTarget(spec string, gvr schema.GroupVersionResource, enc wireE
 		}
 		path, pid = spec[:i], n
 	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", path)
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{})
+	restConfig, err := loader.ClientConfig()
 	if err != nil {
 		return nil, err
+	}
+	name := restConfig.Host
+	if raw, err := loader.RawConfig(); err == nil && raw.CurrentContext != "" {
+		name = raw.CurrentContext
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
@@ -543,7 +549,7 @@ func newKubeconfigTarget(spec string, gvr schema.GroupVersionResource, enc wireE
 	if kind == "" {
 		return nil, fmt.Errorf("%s does not serve %s", restConfig.Host, gvr)
 	}
-	t, err := newHTTPTarget(restConfig.Host, restConfig, gvr, kind, enc)
+	t, err := newHTTPTarget(name, restConfig, gvr, kind, enc)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,8 @@ import (
 
 // Result is one row of the report: one workload on one target.
 type Result struct {
-	// Target is etcd, etcd-put, inprocess, self or a kubeconfig's server.
+	// Target is etcd, etcd-put, inprocess, self, or a kubeconfig's current
+	// context (its server URL when it has none).
 	Target string `json:"target"`
 	// Workload names what was measured, for example "create",
 	// "list rv=\"\"", "watch".
