@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -51,7 +52,7 @@ func TestEnsureNamespaces(t *testing.T) {
 	}
 	name := fmt.Sprintf("bench-ns-test-%d", rand.Uint32())
 	t.Cleanup(func() {
-		if _, _, err := jsonCall(t.Context(), kube.client, http.MethodDelete, kube.base+"/api/v1/namespaces/"+name, nil); err != nil {
+		if _, _, err := jsonCall(context.Background(), kube.client, http.MethodDelete, kube.base+"/api/v1/namespaces/"+name, nil); err != nil {
 			t.Log(err)
 		}
 	})
