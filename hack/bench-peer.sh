@@ -17,6 +17,10 @@
 #   --out             directory for logs and results (default: a new temporary directory, kept)
 #   after --          more flags for customapi bench (for example --content-type cbor)
 #
+# Environment: KUBE_APISERVER_FLAGS, CUSTOMAPI_SERVE_FLAGS: more flags for the
+# servers (split on spaces), for example
+# KUBE_APISERVER_FLAGS=--feature-gates=CBORServingAndStorage=true for CBOR.
+#
 # Each round starts, on 127.0.0.1 free ports, two etcd processes (fsync on,
 # etcd's default), one per server; kube-apiserver with minimal flags
 # (generated ECDSA serving certificate, RSA service-account keys, a token
@@ -45,7 +49,7 @@ while [[ $# -gt 0 ]]; do
 	--quick) quick="--quick"; shift ;;
 	--out) out="$2"; shift 2 ;;
 	--) shift; bench_extra=("$@"); break ;;
-	-h | --help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-peer.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -212,7 +216,7 @@ for round in $(seq "$rounds"); do
 		--cert-dir "$dir/kube-certs" --token-auth-file "$dir/pki/tokens.csv" \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-		>"$dir/kube-apiserver.log" 2>&1 &
+		${KUBE_APISERVER_FLAGS:-} >"$dir/kube-apiserver.log" 2>&1 &
 	kube_pid=$!
 	pids+=("$kube_pid")
 	kube_ready="$(wait_ready kube-apiserver "$kube_pid" "https://127.0.0.1:$kport" "$kstart")" || {
@@ -240,7 +244,7 @@ for round in $(seq "$rounds"); do
 	cstart="$(date +%s%N)"
 	"$customapi_bin" serve --data-dir "$dir/customapi" --bind-address 127.0.0.1 --secure-port "$cport" \
 		--etcd-servers "$etcd_url" --resources samples --token-auth-file "$dir/pki/tokens.csv" \
-		>"$dir/customapi.log" 2>&1 &
+		${CUSTOMAPI_SERVE_FLAGS:-} >"$dir/customapi.log" 2>&1 &
 	customapi_pid=$!
 	pids+=("$customapi_pid")
 	customapi_ready="$(wait_ready customapi "$customapi_pid" "https://127.0.0.1:$cport" "$cstart")" || {
