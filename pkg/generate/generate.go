@@ -96,7 +96,7 @@ func Run(ctx context.Context, opts Options) error {
 		out = io.Discard
 	}
 	if len(opts.Patterns) == 0 {
-		return errors.New("no package patterns given: pass the API packages, for example ./apis/...")
+		return errors.New("no package patterns given: pass the API packages (for example ./apis/...)")
 	}
 	if opts.HeaderFile != "" {
 		abs, err := filepath.Abs(opts.HeaderFile)
