@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/customapi/customapi/examples/fleet/fleetapi"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
@@ -74,6 +75,12 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 				t.Fatalf("value is not self-described CBOR: % x", value[:min(8, len(value))])
 			}
 		}},
+		{"protobuf", runtime.ContentTypeProtobuf, func(t *testing.T, value []byte) {
+			// A Kubernetes protobuf value starts with "k8s\x00".
+			if !strings.HasPrefix(string(value), "k8s\x00") {
+				t.Fatalf("value is not Kubernetes protobuf: % x", value[:min(8, len(value))])
+			}
+		}},
 		{"yaml", runtime.ContentTypeYAML, func(t *testing.T, value []byte) {
 			if !strings.HasPrefix(string(value), "apiVersion: test/v1\n") {
 				t.Fatalf("value is not YAML: %q", value)
@@ -81,6 +88,9 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := any(&testv1.Custom{}).(interface{ Marshal() ([]byte, error) }); tc.mediaType == runtime.ContentTypeProtobuf && !ok {
+				t.Skip("testv1.Custom has no generated protobuf marshallers (pkg/apis/test/v1/generated.pb.go) yet")
+			}
 			cfg, prefix := customapitest.Etcd(t)
 			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType}, install.Customs)
 			c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
@@ -122,10 +132,12 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// A media type that cannot encode the type fails before any storage (and
-// etcd connection) is made.
+// A resource whose Go type has no protobuf marshallers (the fleet
+// example's Device) cannot be stored as protobuf: the store is refused
+// before any etcd connection is made, with an error that names the
+// resource, the Go type and what to generate.
 func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
-	scheme, err := resource.NewScheme(install.Customs)
+	scheme, err := resource.NewScheme(fleetapi.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +145,40 @@ func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = getter.GetRESTOptions(install.Customs.GroupResource(), &testv1.Custom{})
-	if err == nil || !strings.Contains(err.Error(), "cannot be stored as application/vnd.kubernetes.protobuf") {
-		t.Fatalf("got %v", err)
+	_, err = getter.GetRESTOptions(fleetapi.Devices.GroupResource(), fleetapi.Devices.New())
+	if err == nil {
+		t.Fatal("a type without protobuf marshallers was accepted for protobuf storage")
+	}
+	for _, want := range []string{
+		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
+		"*v1alpha1.Device has no generated protobuf marshallers",
+		"customapi-gen",
+		"application/json or application/cbor",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestMediaTypeOfValue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"json", []byte(`{"apiVersion":"test/v1","kind":"Custom"}` + "\n"), runtime.ContentTypeJSON},
+		{"json with leading space", []byte(" \n{}"), runtime.ContentTypeJSON},
+		{"yaml", []byte("apiVersion: test/v1\nkind: Custom\n"), runtime.ContentTypeYAML},
+		{"cbor", []byte{0xd9, 0xd9, 0xf7, 0xa1}, runtime.ContentTypeCBOR},
+		{"protobuf", []byte("k8s\x00\n\x0e"), runtime.ContentTypeProtobuf},
+		{"empty", nil, ""},
+		{"binary", []byte{0xff, 0xfe, 0x00}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := storage.MediaTypeOfValue(tc.value); got != tc.want {
+				t.Fatalf("MediaTypeOfValue(%q) = %q, want %q", tc.value, got, tc.want)
+			}
+		})
 	}
 }
