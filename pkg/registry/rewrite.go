@@ -295,7 +295,7 @@ func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(
 func (w *resourceRewriter) rewrite(ctx context.Context, v staleValue) (rewriteOutcome, error) {
 	// The store's keys lack the global prefix (k8s.io/apiserver's etcd3
 	// store adds it): <prefix>/test/customs/ns/name is /test/customs/ns/name.
-	storeKey := strings.TrimPrefix(v.key, strings.TrimSuffix(w.reg.prefix, "/"))
+	storeKey := "/" + strings.TrimPrefix(v.key, strings.TrimSuffix(w.reg.prefix, "/")+"/")
 	noop := func(input runtime.Object, _ apistorage.ResponseMeta) (runtime.Object, *uint64, error) {
 		return input, nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/customapi/customapi/examples/fleet/fleetapi"
 	"github.com/customapi/customapi/pkg/apis/test/install"
@@ -180,5 +181,25 @@ func TestMediaTypeOfValue(t *testing.T) {
 				t.Fatalf("MediaTypeOfValue(%q) = %q, want %q", tc.value, got, tc.want)
 			}
 		})
+	}
+}
+
+// Keys follow kube-apiserver's layout, core-group resources without a
+// group segment.
+func TestKey(t *testing.T) {
+	for _, tc := range []struct {
+		prefix    string
+		gr        schema.GroupResource
+		namespace string
+		want      string
+	}{
+		{"", schema.GroupResource{Group: "test", Resource: "customs"}, "ns1", "/registry/test/customs/ns1/n"},
+		{"/x/", schema.GroupResource{Group: "test", Resource: "customs"}, "", "/x/test/customs/n"},
+		{"", schema.GroupResource{Resource: "namespaces"}, "", "/registry/namespaces/n"},
+		{"", schema.GroupResource{Resource: "configmaps"}, "ns1", "/registry/configmaps/ns1/n"},
+	} {
+		if got := storage.Key(tc.prefix, tc.gr, tc.namespace, "n"); got != tc.want {
+			t.Errorf("Key(%q, %s, %q, n) = %q, want %q", tc.prefix, tc.gr, tc.namespace, got, tc.want)
+		}
 	}
 }
