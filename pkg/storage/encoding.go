@@ -53,7 +53,7 @@ func MediaTypeOfValue(value []byte) string {
 func codecError(gr schema.GroupResource, mediaType string, example runtime.Object, err error) error {
 	if mediaType == runtime.ContentTypeProtobuf {
 		return fmt.Errorf("storage: resource %s cannot be stored as %s: its Go type %T has no generated protobuf marshallers "+
-			"(generate them for its API package with customapi-gen's protobuf step, see docs/defining-types.md), "+
+			"(tag its API package's doc.go with +k8s:protobuf-gen=package and run go tool customapi-gen; see docs/defining-types.md), "+
 			"or store it as application/json or application/cbor, which need no generated code: %w",
 			gr, mediaType, example, err)
 	}

@@ -153,6 +153,7 @@ func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
 	for _, want := range []string{
 		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
 		"*v1alpha1.Device has no generated protobuf marshallers",
+		"+k8s:protobuf-gen=package",
 		"customapi-gen",
 		"application/json or application/cbor",
 	} {

@@ -223,6 +223,7 @@ func TestServeProtobufWithoutMarshallersFailsAtStart(t *testing.T) {
 	for _, want := range []string{
 		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
 		"has no generated protobuf marshallers",
+		"+k8s:protobuf-gen=package",
 		"customapi-gen",
 	} {
 		if res.exitCode == 0 || !strings.Contains(res.stderr, want) {
