@@ -83,7 +83,9 @@ func runBinary(t *testing.T, bin string, args ...string) commandResult {
 // and records their uids in uids.
 func createCustoms(t *testing.T, srv *serverProcess, ns, origin string, first, n int, uids map[string]types.UID) {
 	t.Helper()
-	dc, err := dynamic.NewForConfig(restConfigFrom(t, srv.KubeconfigPath))
+	cfg := restConfigFrom(t, srv.KubeconfigPath)
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit (client-go's default is 5/s)
+	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +123,9 @@ func TestStorageRewriteCommand(t *testing.T) {
 	uids := map[string]types.UID{}
 	for i, mt := range []string{runtime.ContentTypeJSON, runtime.ContentTypeCBOR, third} {
 		srv := startServer(t, dataDir, "--storage-media-type", mt)
+		start := time.Now()
 		createCustoms(t, srv, ns, strings.TrimPrefix(mt, "application/"), 100*i, 100, uids)
+		t.Logf("100 creates stored as %s in %s", mt, time.Since(start).Round(time.Millisecond))
 		if i == 0 {
 			// One owner per data dir: the rewrite refuses while serve runs.
 			res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
@@ -130,7 +134,9 @@ func TestStorageRewriteCommand(t *testing.T) {
 				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the DataDirInUseError naming pid %s", res.exitCode, res.stderr, pid)
 			}
 		}
+		start = time.Now()
 		srv.stop(t)
+		t.Logf("server stopped in %s", time.Since(start).Round(time.Millisecond))
 	}
 
 	res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir, "--storage-media-type", runtime.ContentTypeJSON)
