@@ -1,6 +1,8 @@
 // Command customapi-gen generates, in any Go module, the code customapi and
 // Go clients need from the module's API packages: deepcopy functions,
-// register code, OpenAPI definitions with model names, and a typed
+// register code, OpenAPI definitions with model names, protobuf
+// marshallers and .proto files (for packages tagged
+// +k8s:protobuf-gen=package; no protoc needed), and a typed
 // clientset, listers, informers and apply configurations. See package
 // github.com/customapi/customapi/pkg/generate for what it writes where.
 //
@@ -22,15 +24,16 @@ import (
 )
 
 func main() {
+	generate.RunHelperIfInvoked() // protobuf generation re-executes this binary
 	fs := flag.NewFlagSet("customapi-gen", flag.ExitOnError)
 	var opts generate.Options
 	fs.BoolVar(&opts.Verify, "verify", false, "generate into a temporary directory and exit non-zero when a generated file is stale, missing or no longer generated; writes nothing")
 	fs.StringVar(&opts.HeaderFile, "go-header-file", "", "file whose text heads every generated file (a licence, say)")
-	fs.BoolVar(&opts.Protobuf, "protobuf", false, "also generate protobuf marshallers and .proto files (not implemented yet)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] PACKAGES...\n\n"+
 			"Generates deepcopy, register, OpenAPI and client code for the API packages\n"+
-			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...\n\n")
+			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...,\n"+
+			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package.\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])

@@ -46,9 +46,6 @@ type Options struct {
 	// writing: Run returns an error wrapping ErrStale when a generated file
 	// differs, is missing, or is no longer generated.
 	Verify bool
-	// Protobuf asks for protobuf marshallers and .proto files
-	// (go-to-protobuf). Not implemented yet: Run refuses it.
-	Protobuf bool
 	// Out receives one line per written, removed or stale file; nil is
 	// io.Discard.
 	Out io.Writer
@@ -88,7 +85,8 @@ func (r *outputRoot) pkg(sub string) string {
 
 // Run finds the API packages matched by opts.Patterns, refuses (ErrRefused)
 // what would break later, runs the generators in-process into a temporary
-// directory, and then either writes the differences into the module
+// directory (go-to-protobuf in a child process, see RunHelperIfInvoked),
+// and then either writes the differences into the module
 // (removing generated files that are no longer generated) or, with
 // opts.Verify, reports them and returns ErrStale. It runs `go list` and
 // loads packages in the current directory.
@@ -96,10 +94,6 @@ func Run(ctx context.Context, opts Options) error {
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
-	}
-	if opts.Protobuf {
-		// TODO(issue 9): go-to-protobuf marshallers and .proto files.
-		return errors.New("--protobuf is not implemented yet: customapi-gen generates deepcopy, OpenAPI, register and client code only")
 	}
 	if len(opts.Patterns) == 0 {
 		return errors.New("no package patterns given: pass the API packages, for example ./apis/...")
@@ -128,6 +122,7 @@ func Run(ctx context.Context, opts Options) error {
 			refusals = append(refusals, r...)
 		}
 	}
+	refusals = append(refusals, protobufRefusals(pkgs)...)
 	if len(refusals) > 0 {
 		return fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(refusals, "\n  "))
 	}
@@ -170,6 +165,11 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		owned = append(owned, o...)
+	}
+	// Last: the imports of generated.proto follow the Go imports of the
+	// package, generated register code included.
+	if err := generateProtobuf(ctx, pkgs, opts.HeaderFile, rm); err != nil {
+		return err
 	}
 	return reconcile(rm, owned, opts.Verify, out)
 }
@@ -410,6 +410,7 @@ func ownedFiles(r *outputRoot) ([]string, error) {
 				owned = append(owned, f)
 			}
 		}
+		owned = append(owned, protobufOwned(p)...)
 	}
 	for _, f := range []string{filepath.Join(r.dir("openapi"), "zz_generated.openapi.go"), filepath.Join(r.dir("openapi"), "api-violations.list")} {
 		if _, err := os.Stat(f); err == nil {

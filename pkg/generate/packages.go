@@ -38,6 +38,11 @@ type apiPackage struct {
 	openapi        bool
 	hasAddToScheme bool
 	genclient      bool // at least one type tagged +genclient
+	protobuf       bool // +k8s:protobuf-gen=package
+
+	// For the protobuf checks: the parsed hand-written files.
+	fset  *token.FileSet
+	files []*ast.File
 }
 
 // rel is the package directory relative to its module root, slash-separated.
@@ -123,6 +128,7 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 		return false, nil, fmt.Errorf("reading %s: %w", p.dir, err)
 	}
 	fset := token.NewFileSet()
+	p.fset = fset
 	var pkgTags []string
 	type rootType struct {
 		pos  token.Position
@@ -132,7 +138,7 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 	declared := map[string]token.Position{}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated.") {
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated.") || name == pbGoFile {
 			continue
 		}
 		file := filepath.Join(p.dir, name)
@@ -140,6 +146,7 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 		if err != nil {
 			return false, nil, fmt.Errorf("parsing %s: %w", file, err)
 		}
+		p.files = append(p.files, f)
 		// Package tags: every comment above the package clause.
 		var above []*ast.CommentGroup
 		for _, g := range f.Comments {
@@ -227,6 +234,13 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 		p.modelPackage = v
 	} else {
 		refusals = append(refusals, fmt.Sprintf("%s: package %s has no +k8s:openapi-model-package tag; without model names server-side apply and kubectl explain break: add `// +k8s:openapi-model-package=<reverse-dns-of-group>.<version>` (for example com.example.widgets.v1) to its package comment", doc, p.importPath))
+	}
+	if v, ok := tagValue(pkgTags, protobufTag); ok {
+		if v == "package" {
+			p.protobuf = true
+		} else {
+			refusals = append(refusals, fmt.Sprintf("%s: package %s has %s=%s: the only value is package (`// %s=package` generates generated.proto and generated.pb.go); remove the tag for no protobuf", doc, p.importPath, protobufTag, v, protobufTag))
+		}
 	}
 	for _, m := range missing {
 		refusals = append(refusals, fmt.Sprintf("%s: type %s embeds metav1.TypeMeta and metav1.ObjectMeta/ListMeta but has no %s tag, so it would not be a runtime.Object: add `// %s` above it", m.pos, m.name, runtimeObjectTag, runtimeObjectTag))

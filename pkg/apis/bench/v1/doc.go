@@ -5,6 +5,7 @@
 //
 // +k8s:deepcopy-gen=package
 // +k8s:openapi-gen=true
+// +k8s:protobuf-gen=package
 // +k8s:openapi-model-package=io.customapi.bench.v1
 // +groupName=bench.customapi.io
 package v1

@@ -11,9 +11,9 @@ import (
 type Sample struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 	// +optional
-	Spec SampleSpec `json:"spec,omitempty"`
+	Spec SampleSpec `json:"spec,omitempty" protobuf:"bytes,2,opt,name=spec"`
 }
 
 // SampleSpec holds 5 strings and 20 integers.
@@ -21,11 +21,11 @@ type SampleSpec struct {
 	// Strings are 5 short strings.
 	// +listType=atomic
 	// +optional
-	Strings []string `json:"strings,omitempty"`
+	Strings []string `json:"strings,omitempty" protobuf:"bytes,1,rep,name=strings"`
 	// Numbers are 20 integers; the benchmark's updates change Numbers[0].
 	// +listType=atomic
 	// +optional
-	Numbers []int64 `json:"numbers,omitempty"`
+	Numbers []int64 `json:"numbers,omitempty" protobuf:"varint,2,rep,name=numbers"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -34,6 +34,6 @@ type SampleSpec struct {
 type SampleList struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []Sample `json:"items"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+	Items           []Sample `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

@@ -9,6 +9,7 @@
 //
 // +k8s:deepcopy-gen=package
 // +k8s:openapi-gen=true
+// +k8s:protobuf-gen=package
 // +k8s:openapi-model-package=com.github.customapi.customapi.pkg.apis.test.v1
 // +groupName=test
 package v1
