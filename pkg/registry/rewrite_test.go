@@ -32,19 +32,6 @@ var storageEncodings = []struct{ name, mediaType string }{
 	{"protobuf", runtime.ContentTypeProtobuf},
 }
 
-// skipWithoutProtobuf skips the test when mediaType is protobuf and
-// testv1.Custom has no generated protobuf marshallers.
-func skipWithoutProtobuf(t *testing.T, mediaType string) {
-	t.Helper()
-	type protoMarshaller interface {
-		Marshal() ([]byte, error)
-		Unmarshal([]byte) error
-	}
-	if _, ok := any(&testv1.Custom{}).(protoMarshaller); mediaType == runtime.ContentTypeProtobuf && !ok {
-		t.Skip("testv1.Custom has no generated protobuf marshallers (Marshal/Unmarshal in pkg/apis/test/v1/generated.pb.go) yet")
-	}
-}
-
 type customs = *client.Client[*testv1.Custom, *testv1.CustomList]
 
 // openAs opens a registry of customs on cfg/prefix storing mediaType: the
@@ -148,8 +135,6 @@ func TestStorageEncodingSwitch(t *testing.T) {
 	for _, from := range storageEncodings {
 		for _, to := range storageEncodings {
 			t.Run(from.name+"-to-"+to.name, func(t *testing.T) {
-				skipWithoutProtobuf(t, from.mediaType)
-				skipWithoutProtobuf(t, to.mediaType)
 				prefix := base + "/" + from.name + "-" + to.name
 				ctx := t.Context()
 				const ns = "ns1"
@@ -337,7 +322,6 @@ func TestE2EncodingSwitchLosesNothing(t *testing.T) {
 
 // testEncodingSwitch is E2 with third as the third run's encoding.
 func testEncodingSwitch(t *testing.T, third struct{ name, mediaType string }) {
-	skipWithoutProtobuf(t, third.mediaType)
 	cfg, prefix := customapitest.Etcd(t)
 	ctx := t.Context()
 	const ns = "e2"

@@ -89,9 +89,6 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := any(&testv1.Custom{}).(interface{ Marshal() ([]byte, error) }); tc.mediaType == runtime.ContentTypeProtobuf && !ok {
-				t.Skip("testv1.Custom has no generated protobuf marshallers (pkg/apis/test/v1/generated.pb.go) yet")
-			}
 			cfg, prefix := customapitest.Etcd(t)
 			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType}, install.Customs)
 			c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)

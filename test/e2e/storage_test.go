@@ -24,24 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-
-	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 )
 
 // storageCommandTimeout bounds one `customapi storage ...` run.
 const storageCommandTimeout = 2 * time.Minute
 
 var customsResource = schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}
-
-// customHasProtobuf reports whether testv1.Custom has generated protobuf
-// marshallers (so that customs can be stored as protobuf).
-func customHasProtobuf() bool {
-	_, ok := any(&testv1.Custom{}).(interface {
-		Marshal() ([]byte, error)
-		Unmarshal([]byte) error
-	})
-	return ok
-}
 
 // commandResult is a finished run of the customapi binary.
 type commandResult struct {
@@ -108,18 +96,13 @@ func createCustoms(t *testing.T, srv *serverProcess, ns, origin string, first, n
 var throughputLine = regexp.MustCompile(`rewrote (\d+) objects into \S+ in (\S+), (\d+) objects/s`)
 
 // TestStorageRewriteCommand is case E2 through the binary: customs written
-// by `serve` with JSON, then CBOR, then protobuf (YAML while customs has no
-// protobuf marshallers), stay readable by a JSON server; `storage rewrite`
+// by `serve` with JSON, then CBOR, then protobuf, stay readable by a JSON server; `storage rewrite`
 // refuses while a server owns the data dir, then reports 200 rewritten and
 // 100 already JSON, and a second run finds nothing to do.
 func TestStorageRewriteCommand(t *testing.T) {
 	dataDir := t.TempDir()
 	const ns = "e2"
-	third := runtime.ContentTypeProtobuf
-	if !customHasProtobuf() {
-		third = runtime.ContentTypeYAML
-		t.Logf("testv1.Custom has no protobuf marshallers yet: the third run stores %s", third)
-	}
+	const third = runtime.ContentTypeProtobuf
 	uids := map[string]types.UID{}
 	for i, mt := range []string{runtime.ContentTypeJSON, runtime.ContentTypeCBOR, third} {
 		srv := startServer(t, dataDir, "--storage-media-type", mt)
