@@ -24,6 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // storageCommandTimeout bounds one `customapi storage ...` run.
@@ -221,5 +226,41 @@ func TestServeProtobufWithoutMarshallersFailsAtStart(t *testing.T) {
 	}
 	if strings.Contains(res.stdout, "ready at") {
 		t.Errorf("the server became ready: %s", res.stdout)
+	}
+}
+
+// TestStorageRewriteExternalEtcd: with --etcd-servers (and the TLS flags)
+// the command rewrites objects under --etcd-prefix of an external etcd,
+// needing no data dir.
+func TestStorageRewriteExternalEtcd(t *testing.T) {
+	cfg := customapitest.EmbeddedEtcd(t) // TLS with a client certificate, as an external cluster may be
+	const prefix = "/external"
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: runtime.ContentTypeCBOR}, install.Customs)
+	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := c.Namespace("ext").Create(t.Context(), &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%02d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unused := filepath.Join(t.TempDir(), "unused")
+	args := []string{"storage", "rewrite", "--etcd-servers", strings.Join(cfg.Endpoints, ","), "--etcd-prefix", prefix,
+		"--etcd-cafile", cfg.CAFile, "--etcd-certfile", cfg.CertFile, "--etcd-keyfile", cfg.KeyFile, "--data-dir", unused}
+	for _, want := range []string{
+		"customs.test: 50 rewritten (50 from application/cbor), 0 already application/json\n",
+		"customs.test: 0 rewritten, 50 already application/json\n",
+	} {
+		res := runCustomapi(t, args...)
+		if res.exitCode != 0 || !strings.Contains(res.stdout, want) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want %q", res.exitCode, res.stdout, res.stderr, want)
+		}
+	}
+	if _, err := os.Stat(unused); err == nil {
+		t.Fatalf("the rewrite on an external etcd created --data-dir %s", unused)
 	}
 }
