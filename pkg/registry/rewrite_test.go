@@ -576,3 +576,37 @@ func BenchmarkRewriteStorage(b *testing.B) {
 	}
 	b.ReportMetric(float64(rewritten)/elapsed.Seconds(), "objects/s")
 }
+
+// TestRewriteLeavesUndecodableValues: a value no serializer decodes is
+// counted as failed, named in the error and left as it was; every other
+// object is still rewritten.
+func TestRewriteLeavesUndecodableValues(t *testing.T) {
+	cfg, prefix := customapitest.Etcd(t)
+	ctx := t.Context()
+	reg, c := openAs(t, cfg, prefix, runtime.ContentTypeJSON, true)
+	createPhase(t, c, "bad", "json", 0, 3, map[string]*testv1.Custom{})
+	cli, err := cfg.NewClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	garbage := prefix + "/test/customs/bad/garbage"
+	if _, err := cli.Put(ctx, garbage, "\xff\xfe not an object"); err != nil {
+		t.Fatal(err)
+	}
+	_ = reg.Close()
+
+	reg, _ = openAs(t, cfg, prefix, runtime.ContentTypeCBOR, true)
+	report, err := reg.RewriteStorage(ctx, registry.RewriteOptions{})
+	if err == nil || !strings.Contains(err.Error(), garbage) || !strings.Contains(err.Error(), "1 value(s) could not be rewritten") {
+		t.Fatalf("error %v, want one naming %s", err, garbage)
+	}
+	t.Logf("rewrite: %v", err)
+	if r := findResource(t, report); r.Rewritten != 3 || r.Failed != 1 || r.From[runtime.ContentTypeJSON] != 3 {
+		t.Fatalf("report %s", r)
+	}
+	resp, err := cli.Get(ctx, garbage)
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "\xff\xfe not an object" {
+		t.Fatalf("the undecodable value was changed: %v %v", err, resp.Kvs)
+	}
+}
