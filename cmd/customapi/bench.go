@@ -25,10 +25,17 @@ Targets (--target, repeatable or comma-separated):
                        transactions and puts of the same bytes (the physical limit)
   inprocess            the typed in-process Go client on the same etcd
   self                 a customapi serve started for the run on the same etcd, over HTTPS
-  kubeconfig=PATH      any Kubernetes-style server, for example kube-apiserver with an equivalent
-                       CRD; --resource names the resource (it must accept labels, spec.strings
-                       ([]string) and spec.numbers ([]int64))
+  kubeconfig=PATH      any Kubernetes-style server, named by the kubeconfig's current context,
+                       for example kube-apiserver with docs/bench/samples-crd.yaml; --resource
+                       names the resource (it must accept labels, spec.strings ([]string) and
+                       spec.numbers ([]int64));
+                       kubeconfig=PATH@pid=N also reports the memory and CPU of process N
+                       (the server, on this machine)
   all                  etcd, inprocess and self
+
+The HTTP targets speak --content-type (client-go's RESTClient with that ContentType and
+AcceptContentTypes; CBOR switches on client-go's ClientsAllowCBOR gate). Namespaces the workloads
+need are created first on servers that have a namespaces API (GET, then POST /api/v1/namespaces).
 
 The object is ~600 bytes of JSON: 10 labels, 5 strings, 20 integers. Ctrl-C stops the run and
 removes its temporary directories. Figures are only comparable within one run.
@@ -83,7 +90,8 @@ over the target's); "-" means zero or not applicable. With --quick the figures m
 	f.IntVar(&cfg.Watchers, "watchers", cfg.Watchers, "Concurrent watchers.")
 	f.IntVar(&cfg.WatchUpdates, "watch-updates", cfg.WatchUpdates, "Updates delivered to the watchers.")
 	f.IntVar(&cfg.WatchRate, "watch-rate", cfg.WatchRate, "Updates per second in the watch workload.")
-	f.StringVar(&cfg.StorageMediaType, "storage-media-type", "", "Encoding in etcd for the inprocess and self targets: application/json (default), application/yaml or application/cbor.")
+	f.StringVar(&cfg.StorageMediaType, "storage-media-type", "", "Encoding in etcd for the inprocess and self targets: application/json (default), application/yaml, application/cbor or application/vnd.kubernetes.protobuf.")
+	f.StringVar(&cfg.ContentType, "content-type", "json", "Wire encoding of the self and kubeconfig targets (bodies and the only accepted answer type, watches included): json, cbor or protobuf. A server that does not serve it fails the run (406/415).")
 	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self: /debug/pprof of the server; inprocess: this process).")
 	f.BoolVar(&quick, "quick", false, "Tiny sizes: a smoke test of every workload in seconds (figures meaningless).")
 	return cmd

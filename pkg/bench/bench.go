@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,12 @@ type Config struct {
 	// StorageMediaType is the encoding in etcd of the inprocess and self
 	// targets; "" means JSON. The etcd target always writes JSON.
 	StorageMediaType string
+	// ContentType is the wire encoding of the HTTP targets (self and
+	// kubeconfig): json (""), cbor or protobuf, used for request bodies
+	// and as the only type accepted in answers, watches included. A
+	// server that does not serve it (406/415, or an answer in another
+	// type) fails the run with an error saying so.
+	ContentType string
 
 	Creates       int   // objects per create workload
 	CreateWorkers []int // worker counts of the create workloads
@@ -95,6 +102,18 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	enc, err := parseWireEncoding(cfg.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		if t == "self" || strings.HasPrefix(t, "kubeconfig=") {
+			if err := enc.prepare(); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	tmp, err := os.MkdirTemp("", "customapi-bench-")
 	if err != nil {
 		return nil, err
@@ -116,7 +135,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 
 	var results []Result
 	for _, name := range targets {
-		rows, err := runTarget(ctx, cfg, name, tmp, etcdConfig)
+		rows, err := runTarget(ctx, cfg, enc, name, tmp, etcdConfig)
 		results = append(results, rows...)
 		if err != nil {
 			addRatios(results)
@@ -146,8 +165,7 @@ func expandTargets(in []string) ([]string, error) {
 }
 
 // runTarget builds one target and runs every workload on it.
-func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etcd.ClientConfig) ([]Result, error) {
-	var results []Result
+func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp string, etcdConfig etcd.ClientConfig) (results []Result, err error) {
 	r := &runner{cfg: cfg, apiVer: cfg.Resource.GroupVersion().String(), kind: "Sample"}
 	var profile func(ctx context.Context, file string, work func(context.Context) error) error
 	switch {
@@ -176,7 +194,7 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 			return profileSelf(ctx, file, cfg.ProfileSeconds, work)
 		}
 	case name == "self":
-		t, ready, err := startSelf(ctx, cfg, filepath.Join(tmp, "self"), etcdConfig)
+		t, ready, err := startSelf(ctx, cfg, enc, filepath.Join(tmp, "self"), etcdConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +204,7 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 			return profileServer(ctx, t, file, cfg.ProfileSeconds, work)
 		}
 	default:
-		t, err := newKubeconfigTarget(strings.TrimPrefix(name, "kubeconfig="), cfg.Resource)
+		t, err := newKubeconfigTarget(strings.TrimPrefix(name, "kubeconfig="), cfg.Resource, enc)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +212,24 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 		r.apiVer, r.kind = cfg.Resource.GroupVersion().String(), t.kind
 	}
 	defer r.target.Close()
+
+	if t, ok := r.target.(*httpTarget); ok {
+		created, err := ensureNamespaces(ctx, t.client, t.base, namespaces(cfg))
+		if err != nil {
+			return results, fmt.Errorf("namespaces: %w", err)
+		}
+		if created != 0 && cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "%s: created %d namespaces\n", t.Name(), created)
+		}
+		if cpu0, err := t.CPU(); err == nil {
+			defer func() {
+				if cpu1, err := t.CPU(); err == nil {
+					results = append(results, Result{Target: t.Name(), Workload: "server cpu", Value: (cpu1 - cpu0).Seconds(),
+						Notes: "user+system CPU seconds of the server process over this target's workloads (/proc)"})
+				}
+			}()
+		}
+	}
 
 	add := func(res Result, err error) error {
 		if res.Target != "" { // a workload that failed before measuring has no row
@@ -216,6 +252,17 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 	results = append(results, mem...)
 	if err != nil {
 		return results, err
+	}
+	if prefix := map[string]string{"etcd": "/bench-etcd", "inprocess": "/bench-inprocess", "self": "/bench-self"}[name]; prefix != "" {
+		mt := cfg.StorageMediaType
+		if name == "etcd" {
+			mt = "" // raw etcd always writes the JSON bytes
+		}
+		size, err := valueSizeRow(ctx, etcdConfig, name, prefix, mt)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, size)
 	}
 	for _, l := range []struct {
 		workload, rv string
@@ -240,6 +287,24 @@ func runTarget(ctx context.Context, cfg Config, name, tmp string, etcdConfig etc
 	return results, nil
 }
 
+// valueSizeRow reports the size of one loaded sample's value in etcd,
+// stored by the target under prefix in mediaType.
+func valueSizeRow(ctx context.Context, etcdConfig etcd.ClientConfig, target, prefix, mediaType string) (Result, error) {
+	cli, err := etcdConfig.NewClient(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cli.Close()
+	v, err := storedValue(ctx, cli, prefix, nsList, "l-00000")
+	if err != nil {
+		return Result{}, fmt.Errorf("etcd value size: %w", err)
+	}
+	if mediaType == "" {
+		mediaType = "application/json"
+	}
+	return Result{Target: target, Workload: "etcd value", Value: float64(len(v)), Notes: "bytes of one sample in etcd, " + mediaType}, nil
+}
+
 // profiles records CPU profiles of the server under a create workload and
 // a list workload, each running for ProfileSeconds.
 func (r *runner) profiles(ctx context.Context, profile func(context.Context, string, func(context.Context) error) error) error {
@@ -247,7 +312,7 @@ func (r *runner) profiles(ctx context.Context, profile func(context.Context, str
 		return err
 	}
 	base := filepath.Join(r.cfg.CPUProfileDir, r.target.Name())
-	ns := "bench-profile"
+	ns := nsProfile
 	create := func(ctx context.Context) error {
 		// i is unique across the workers (parallel hands it out
 		// atomically); a shared counter here would be a data race.
@@ -320,7 +385,12 @@ func profileServer(ctx context.Context, t *httpTarget, file string, seconds int,
 
 // newInprocess builds the in-process target on etcd under /bench-inprocess.
 func newInprocess(ctx context.Context, etcdConfig etcd.ClientConfig, mediaType string) (*inprocessTarget, error) {
-	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: "/bench-inprocess", MediaType: mediaType}, benchinstall.Samples)
+	return newInprocessAt(ctx, etcdConfig, "/bench-inprocess", mediaType)
+}
+
+// newInprocessAt builds the in-process target on etcd under prefix.
+func newInprocessAt(ctx context.Context, etcdConfig etcd.ClientConfig, prefix, mediaType string) (*inprocessTarget, error) {
+	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: prefix, MediaType: mediaType}, benchinstall.Samples)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +409,7 @@ const selfReadyTimeout = 60 * time.Second
 // under /bench-self and returns the target and the time from process start
 // until its /readyz answers 200 (asked with the admin kubeconfig, which
 // serve writes, naming the bound port, once it listens).
-func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.ClientConfig) (*httpTarget, time.Duration, error) {
+func startSelf(ctx context.Context, cfg Config, enc wireEncoding, dataDir string, etcdConfig etcd.ClientConfig) (*httpTarget, time.Duration, error) {
 	exe := cfg.Executable
 	if exe == "" {
 		var err error
@@ -382,7 +452,7 @@ func startSelf(ctx context.Context, cfg Config, dataDir string, etcdConfig etcd.
 		_ = stop()
 		return nil, 0, fmt.Errorf("%w\n%s", err, stderr.String())
 	}
-	t, err := newHTTPTarget("self", restConfig, cfg.Resource, "Sample")
+	t, err := newHTTPTarget("self", restConfig, cfg.Resource, "Sample", enc)
 	if err != nil {
 		_ = stop()
 		return nil, 0, err
@@ -440,12 +510,27 @@ func waitReadyz(ctx context.Context, path string, exited chan error) (*rest.Conf
 	}
 }
 
-// newKubeconfigTarget reaches the server of a kubeconfig; the resource's
-// kind is looked up through discovery.
-func newKubeconfigTarget(path string, gvr schema.GroupVersionResource) (*httpTarget, error) {
-	restConfig, err := clientcmd.BuildConfigFromFlags("", path)
+// newKubeconfigTarget reaches the server of a kubeconfig, named in the
+// report by the kubeconfig's current context (else its server URL); the
+// resource's kind is looked up through discovery. spec is PATH or PATH@pid=N, N being
+// the server's process id on this machine (for its memory and CPU rows).
+func newKubeconfigTarget(spec string, gvr schema.GroupVersionResource, enc wireEncoding) (*httpTarget, error) {
+	path, pid := spec, 0
+	if i := strings.LastIndex(spec, "@pid="); i >= 0 {
+		n, err := strconv.Atoi(spec[i+len("@pid="):])
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("kubeconfig=%s: the pid after @pid= is not a process id", spec)
+		}
+		path, pid = spec[:i], n
+	}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{})
+	restConfig, err := loader.ClientConfig()
 	if err != nil {
 		return nil, err
+	}
+	name := restConfig.Host
+	if raw, err := loader.RawConfig(); err == nil && raw.CurrentContext != "" {
+		name = raw.CurrentContext
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(restConfig)
 	if err != nil {
@@ -464,17 +549,38 @@ func newKubeconfigTarget(path string, gvr schema.GroupVersionResource) (*httpTar
 	if kind == "" {
 		return nil, fmt.Errorf("%s does not serve %s", restConfig.Host, gvr)
 	}
-	return newHTTPTarget(restConfig.Host, restConfig, gvr, kind)
+	t, err := newHTTPTarget(name, restConfig, gvr, kind, enc)
+	if err != nil {
+		return nil, err
+	}
+	t.pid = pid
+	return t, nil
 }
 
-func newHTTPTarget(name string, restConfig *rest.Config, gvr schema.GroupVersionResource, kind string) (*httpTarget, error) {
+// newHTTPTarget builds the RESTClient of an HTTP target: the run's
+// encoding as ContentType and AcceptContentTypes, the resource's kind
+// decoded into the benchmark's Go types, no client-side rate limit, and
+// wireCheck on the resource's paths.
+func newHTTPTarget(name string, restConfig *rest.Config, gvr schema.GroupVersionResource, kind string, enc wireEncoding) (*httpTarget, error) {
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.QPS, restConfig.Burst = -1, 0
+	gv := gvr.GroupVersion()
+	prefix := apiPath(gv) + "/" + strings.TrimPrefix(gv.String(), "/") + "/"
+	restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &wireCheck{next: rt, prefix: prefix, enc: enc} })
 	hc, err := rest.HTTPClientFor(restConfig)
 	if err != nil {
 		return nil, err
 	}
-	return &httpTarget{name: name, base: strings.TrimSuffix(restConfig.Host, "/"), client: hc, gvr: gvr, kind: kind}, nil
+	restConfig.APIPath = apiPath(gv)
+	restConfig.GroupVersion = &gv
+	restConfig.ContentType = enc.mediaType
+	restConfig.AcceptContentTypes = enc.mediaType
+	restConfig.NegotiatedSerializer = codecsFor(gv, kind).WithoutConversion()
+	rc, err := rest.RESTClientForConfigAndClient(restConfig, hc)
+	if err != nil {
+		return nil, err
+	}
+	return &httpTarget{name: name, base: strings.TrimSuffix(restConfig.Host, "/"), client: hc, rest: rc, gvr: gvr, kind: kind}, nil
 }
 
 // limitedWriter keeps at most n bytes.

@@ -11,7 +11,8 @@ import (
 
 // Result is one row of the report: one workload on one target.
 type Result struct {
-	// Target is etcd, etcd-put, inprocess, self or a kubeconfig's server.
+	// Target is etcd, etcd-put, inprocess, self, or a kubeconfig's current
+	// context (its server URL when it has none).
 	Target string `json:"target"`
 	// Workload names what was measured, for example "create",
 	// "list rv=\"\"", "watch".
@@ -108,7 +109,9 @@ func value(r Result) string {
 		return "-"
 	case strings.HasPrefix(r.Workload, "memory"):
 		return fmt.Sprintf("%.1fMB", r.Value/1e6)
-	case r.Workload == "startup":
+	case r.Workload == "etcd value":
+		return fmt.Sprintf("%.0fB", r.Value)
+	case r.Workload == "startup", r.Workload == "server cpu":
 		return fmt.Sprintf("%.2fs", r.Value)
 	default:
 		return fmt.Sprintf("%g", r.Value)

@@ -1,31 +1,37 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
 )
 
 // httpTarget talks to a Kubernetes-style API server over HTTPS, as any
-// client does: JSON bodies, one shared HTTP/2 connection (client-go's
-// transport for the kubeconfig's credentials).
+// client-go program does: a RESTClient with the run's encoding as
+// ContentType and AcceptContentTypes (also for watches), typed decoding of
+// every answer, one shared HTTP/2 connection (client-go's transport for the
+// kubeconfig's credentials), no client-side rate limit.
 type httpTarget struct {
 	name   string
 	base   string // https://host:port
 	client *http.Client
+	rest   *rest.RESTClient
 	gvr    schema.GroupVersionResource
 	kind   string
-	// pid of the server process when known (self target), for Memory.
+	// pid of the server process when known (self target, or given with
+	// kubeconfig=PATH@pid=N), for Memory and CPU.
 	pid int
 	// stop ends the server the target started, if any.
 	stop func() error
@@ -33,139 +39,103 @@ type httpTarget struct {
 
 func (t *httpTarget) Name() string { return t.name }
 
-func (t *httpTarget) collection(namespace string) string {
-	return fmt.Sprintf("%s/apis/%s/%s/namespaces/%s/%s", t.base, t.gvr.Group, t.gvr.Version, namespace, t.gvr.Resource)
+// apiPath is the root of a group version's paths: /apis, or /api for the
+// core group.
+func apiPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "/api"
+	}
+	return "/apis"
 }
 
-// objectMeta is the part of a response the benchmark reads.
-type objectMeta struct {
-	Metadata struct {
-		ResourceVersion string `json:"resourceVersion"`
-		Continue        string `json:"continue"`
-	} `json:"metadata"`
-}
-
-func (t *httpTarget) do(ctx context.Context, method, url string, body []byte, want int, out any) error {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
+// conflictOr maps a 409 Conflict to errConflict.
+func conflictOr(err error) error {
+	if apierrors.IsConflict(err) {
+		return errConflict
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, r)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		if resp.StatusCode == http.StatusConflict {
-			return errConflict
-		}
-		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return err
 }
 
 func (t *httpTarget) Create(ctx context.Context, namespace, name string, s *sample) (string, error) {
 	s.APIVersion, s.Kind = t.gvr.GroupVersion().String(), t.kind
-	var out objectMeta
-	if err := t.do(ctx, http.MethodPost, t.collection(namespace), sampleJSON(s), http.StatusCreated, &out); err != nil {
+	var out sample
+	if err := t.rest.Post().Namespace(namespace).Resource(t.gvr.Resource).Body(s).Do(ctx).Into(&out); err != nil {
 		return "", err
 	}
-	return out.Metadata.ResourceVersion, nil
+	return out.ResourceVersion, nil
 }
 
 func (t *httpTarget) Get(ctx context.Context, namespace, name string) error {
-	return t.do(ctx, http.MethodGet, t.collection(namespace)+"/"+name, nil, http.StatusOK, nil)
+	var out sample
+	return t.rest.Get().Namespace(namespace).Resource(t.gvr.Resource).Name(name).Do(ctx).Into(&out)
 }
 
 func (t *httpTarget) Update(ctx context.Context, namespace, name string, value int64) (string, error) {
-	u := t.collection(namespace) + "/" + name
 	var s sample
-	if err := t.do(ctx, http.MethodGet, u, nil, http.StatusOK, &s); err != nil {
+	if err := t.rest.Get().Namespace(namespace).Resource(t.gvr.Resource).Name(name).Do(ctx).Into(&s); err != nil {
 		return "", err
 	}
 	setFirstNumber(&s.Spec, value)
-	var out objectMeta
-	if err := t.do(ctx, http.MethodPut, u, sampleJSON(&s), http.StatusOK, &out); err != nil {
-		return "", err
+	var out sample
+	if err := t.rest.Put().Namespace(namespace).Resource(t.gvr.Resource).Name(name).Body(&s).Do(ctx).Into(&out); err != nil {
+		return "", conflictOr(err)
 	}
-	return out.Metadata.ResourceVersion, nil
+	return out.ResourceVersion, nil
 }
 
 func (t *httpTarget) List(ctx context.Context, namespace, rv string, limit int64) (int, error) {
 	n, cont := 0, ""
 	for {
-		q := url.Values{}
+		req := t.rest.Get().Namespace(namespace).Resource(t.gvr.Resource)
 		if cont != "" {
-			q.Set("continue", cont)
+			req = req.Param("continue", cont)
 		} else {
-			q.Set("resourceVersion", rv)
+			req = req.Param("resourceVersion", rv)
 		}
 		if limit > 0 {
-			q.Set("limit", strconv.FormatInt(limit, 10))
+			req = req.Param("limit", strconv.FormatInt(limit, 10))
 		}
-		var page struct {
-			objectMeta
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := t.do(ctx, http.MethodGet, t.collection(namespace)+"?"+q.Encode(), nil, http.StatusOK, &page); err != nil {
+		var page benchv1.SampleList
+		if err := req.Do(ctx).Into(&page); err != nil {
 			return n, err
 		}
 		n += len(page.Items)
-		if cont = page.Metadata.Continue; cont == "" {
+		if cont = page.Continue; cont == "" {
 			return n, nil
 		}
 	}
 }
 
 func (t *httpTarget) Watch(ctx context.Context, namespace, rv string) (<-chan string, error) {
-	q := url.Values{"watch": {"1"}, "resourceVersion": {rv}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.collection(namespace)+"?"+q.Encode(), nil)
+	w, err := t.rest.Get().Namespace(namespace).Resource(t.gvr.Resource).
+		Param("watch", "true").Param("resourceVersion", rv).Watch(ctx)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("watch: %d", resp.StatusCode)
 	}
 	out := make(chan string, 1024)
 	go func() {
 		defer close(out)
-		defer resp.Body.Close()
-		dec := json.NewDecoder(bufio.NewReader(resp.Body))
+		defer w.Stop()
 		for {
-			var ev struct {
-				Type   string     `json:"type"`
-				Object objectMeta `json:"object"`
-			}
-			if err := dec.Decode(&ev); err != nil {
+			var ev watch.Event
+			var ok bool
+			select {
+			case ev, ok = <-w.ResultChan():
+			case <-ctx.Done():
 				return
 			}
-			if ev.Type == "ERROR" {
+			if !ok || ev.Type == watch.Error {
 				return
 			}
-			if ev.Type == "BOOKMARK" {
+			if ev.Type == watch.Bookmark {
 				continue
 			}
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				return
+			}
 			select {
-			case out <- ev.Object.Metadata.ResourceVersion:
+			case out <- m.GetResourceVersion():
 			case <-ctx.Done():
 				return
 			}
@@ -188,6 +158,44 @@ func (t *httpTarget) Close() error {
 		return t.stop()
 	}
 	return nil
+}
+
+// CPU returns the user plus system CPU time of the server process so far,
+// read from /proc/PID/stat (Linux, 100 clock ticks per second), when the
+// pid is known.
+func (t *httpTarget) CPU() (time.Duration, error) {
+	if t.pid == 0 {
+		return 0, errNoMemory
+	}
+	return processCPU(t.pid)
+}
+
+// processCPU returns utime+stime of a process.
+func processCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields after it start at state (field 3); utime and stime are
+	// fields 14 and 15.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
 
 // processRSS returns VmRSS of a process in bytes.

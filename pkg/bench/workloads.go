@@ -13,10 +13,11 @@ import (
 // Namespaces of the workloads; each target has its own key prefix, so the
 // names repeat across targets.
 const (
-	nsCreate = "bench-create"
-	nsUpdate = "bench-update"
-	nsList   = "bench-list"
-	nsWatch  = "bench-watch"
+	nsCreate  = "bench-create"
+	nsUpdate  = "bench-update"
+	nsList    = "bench-list"
+	nsWatch   = "bench-watch"
+	nsProfile = "bench-profile"
 )
 
 // runner runs workloads against one target and reports progress.

@@ -17,8 +17,8 @@ import (
 // (types.JSONPatchType), merge patch (types.MergePatchType), strategic
 // merge patch (types.StrategicMergePatchType, with the Go type's
 // patchStrategy/patchMergeKey tags as schema) and server-side apply
-// (types.ApplyYAMLPatchType, a YAML or JSON manifest; opts.FieldManager
-// required), retrying on conflicting writes. A patch that sets
+// (types.ApplyYAMLPatchType, a YAML or JSON manifest, or
+// types.ApplyCBORPatchType, a CBOR one; opts.FieldManager required), retrying on conflicting writes. A patch that sets
 // metadata.resourceVersion only applies to that version. managedFields are
 // updated for opts.FieldManager or the client's field manager. An empty
 // opts.FieldValidation means Strict: an unknown field is Invalid (422);

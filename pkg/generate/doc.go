@@ -14,6 +14,13 @@
 //     <root>/generated/openapi/zz_generated.openapi.go holding the
 //     definitions of the API packages and of meta/v1, runtime and version
 //     (read-only inputs, as hack/update-codegen.sh used to pass by hand);
+//   - go-to-protobuf (k8s.io/code-generator), only for packages also tagged
+//     +k8s:protobuf-gen=package: generated.proto and generated.pb.go in the
+//     package (Marshal, MarshalToSizedBuffer, Size, Unmarshal, Reset, as for
+//     k8s.io/api's types), and a protobuf:"<wire type>,<number>,..." tag on each
+//     field of the package's Go files. The numbers are read back from those
+//     tags on every run, so they are stable: never renumber a field. No
+//     protoc is needed: see RunHelperIfInvoked;
 //   - applyconfiguration-gen, client-gen, lister-gen and informer-gen:
 //     <root>/generated/{applyconfiguration,clientset/versioned,listers,informers},
 //     the layout of k8s.io/client-go, for the types tagged +genclient.
@@ -29,7 +36,20 @@
 // tag, and a root type (one embedding metav1.TypeMeta with metav1.ObjectMeta
 // or metav1.ListMeta) without
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object.
+// In packages tagged +k8s:protobuf-gen=package it also refuses the field
+// types protobuf cannot carry, on which go-to-protobuf would exit or write
+// code that does not compile: int, uint and uintptr (use int32 or int64),
+// 8- and 16-bit integers, complex numbers, arrays, lists of lists, maps of
+// lists such as map[string][]string (use a named list type tagged
+// +protobuf.nullable=true, as k8s.io/api's ExtraValue), maps of maps,
+// interfaces, channels, funcs, anonymous structs, generic types, time.Time
+// and time.Duration (use metav1.Time and metav1.Duration), and types of
+// packages without protobuf definitions.
 //
-// Protobuf marshallers and .proto files (go-to-protobuf) are not generated
-// yet; see Options.Protobuf.
+// go-to-protobuf runs last, in a child process, on a copy of the module
+// (symbolic links, with real copies of the protobuf packages holding the
+// code just generated), with an import-path tree of the module,
+// k8s.io/apimachinery and github.com/gogo/protobuf for its protoc search
+// path; its output and rewritten struct tags join the other generated files,
+// so --verify covers them too.
 package generate

@@ -96,7 +96,7 @@ func Run(ctx context.Context, opts Options) error {
 		out = io.Discard
 	}
 	if len(opts.Patterns) == 0 {
-		return errors.New("no package patterns given: pass the API packages, for example ./apis/...")
+		return errors.New("no package patterns given: pass the API packages (for example ./apis/...)")
 	}
 	if opts.HeaderFile != "" {
 		abs, err := filepath.Abs(opts.HeaderFile)
@@ -150,9 +150,6 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.RemoveAll(tmp)
 	rm := &remapper{tmp: tmp, mods: map[string]string{}}
-	if err := generateProtobuf(ctx, pkgs, opts.HeaderFile, rm); err != nil {
-		return err
-	}
 
 	var owned []string // files in the module this run is responsible for
 	for _, key := range rootKeys {
@@ -168,6 +165,11 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		owned = append(owned, o...)
+	}
+	// Last: the imports of generated.proto follow the Go imports of the
+	// package, generated register code included.
+	if err := generateProtobuf(ctx, pkgs, opts.HeaderFile, rm); err != nil {
+		return err
 	}
 	return reconcile(rm, owned, opts.Verify, out)
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/customapi/customapi/pkg/generate"
 )
 
 // repoRoot is the customapi checkout the test runs in.
@@ -51,6 +54,7 @@ func customapiGen(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	generate.RunHelperIfInvoked()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -107,13 +111,18 @@ const widgetDoc = `// Package v1 is the API group widgets.example.com/v1.
 // +k8s:deepcopy-gen=package
 // +k8s:openapi-gen=true
 // +k8s:openapi-model-package=com.example.widgets.v1
+// +k8s:protobuf-gen=package
 // +groupName=widgets.example.com
 package v1
 `
 
 const widgetTypes = `package v1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -136,7 +145,18 @@ type WidgetSpec struct {
 	// +optional
 	// +listType=atomic
 	Sizes []int32 ` + "`json:\"sizes,omitempty\"`" + `
+	// Extra holds lists by key, through a named list type as protobuf needs.
+	// +optional
+	Extra map[string]ExtraValue ` + "`json:\"extra,omitempty\"`" + `
 }
+
+// ExtraValue is a list of strings that protobuf carries as a message of its
+// own (a protobuf map value cannot be a list), as k8s.io/api's ExtraValue.
+// +protobuf.nullable=true
+// +protobuf.options.(gogoproto.goproto_stringer)=false
+type ExtraValue []string
+
+func (t ExtraValue) String() string { return fmt.Sprintf("%v", []string(t)) }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -149,10 +169,71 @@ type WidgetList struct {
 }
 `
 
+// roundTrip is a program of the fresh module: it encodes a Widget with
+// k8s.io/apimachinery's protobuf serializer through the generated
+// marshallers and decodes it back.
+const roundTrip = `package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	widgetsv1 "example.com/widgets/apis/widgets/v1"
+)
+
+// The methods the protobuf serializer uses, from generated.pb.go (as for
+// k8s.io/api's types, go-to-protobuf generates no ProtoMessage).
+var _ interface {
+	Marshal() ([]byte, error)
+	MarshalToSizedBuffer([]byte) (int, error)
+	Size() int
+	Unmarshal([]byte) error
+	Reset()
+} = &widgetsv1.Widget{}
+
+func main() {
+	scheme := runtime.NewScheme()
+	if err := widgetsv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	s := protobuf.NewSerializer(scheme, scheme)
+	w := &widgetsv1.Widget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "widgets.example.com/v1", Kind: "Widget"},
+		ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: map[string]string{"a": "b"}},
+		Spec: widgetsv1.WidgetSpec{Color: "red", Sizes: []int32{1, 2},
+			Extra: map[string]widgetsv1.ExtraValue{"k": {"x", "y"}}},
+	}
+	var buf bytes.Buffer
+	if err := s.Encode(w, &buf); err != nil {
+		fmt.Println("encode:", err)
+		os.Exit(1)
+	}
+	got, _, err := s.Decode(buf.Bytes(), nil, nil)
+	if err != nil {
+		fmt.Println("decode:", err)
+		os.Exit(1)
+	}
+	if !apiequality.Semantic.DeepEqual(got, w) {
+		fmt.Printf("round trip changed the Widget:\n got %#v\nwant %#v\n", got, w)
+		os.Exit(1)
+	}
+	fmt.Printf("round trip ok: %d bytes\n", buf.Len())
+}
+`
+
 // TestGenerateInFreshModule runs customapi-gen in a new module as a user
-// would, checks that every generated file appears, that the module builds
-// (so the clientset, listers, informers and apply configurations compile),
-// and that --verify fails once a generated file is edited.
+// would, checks that every generated file appears (protobuf included: the
+// Widget package is tagged +k8s:protobuf-gen=package), that the module
+// builds (so the clientset, listers, informers and apply configurations
+// compile), that a Widget round-trips through the protobuf serializer, that
+// --verify passes right after, and that it fails once a generated file is
+// edited or types.go changes in a way that changes the .proto.
 func TestGenerateInFreshModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: runs every generator and builds a fresh module")
@@ -161,14 +242,19 @@ func TestGenerateInFreshModule(t *testing.T) {
 	dir := newModule(t, map[string]string{
 		"apis/widgets/v1/doc.go":   widgetDoc,
 		"apis/widgets/v1/types.go": widgetTypes,
+		"cmd/roundtrip/main.go":    roundTrip,
 	})
+	start := time.Now()
 	if out, err := run(t, dir, bin, "./apis/..."); err != nil {
 		t.Fatalf("customapi-gen ./apis/...: %v\n%s", err, out)
 	}
+	t.Logf("customapi-gen: %v", time.Since(start))
 	for _, f := range []string{
 		"apis/widgets/v1/zz_generated.deepcopy.go",
 		"apis/widgets/v1/zz_generated.model_name.go",
 		"apis/widgets/v1/zz_generated.register.go",
+		"apis/widgets/v1/generated.proto",
+		"apis/widgets/v1/generated.pb.go",
 		"generated/openapi/zz_generated.openapi.go",
 		"generated/clientset/versioned/clientset.go",
 		"generated/clientset/versioned/typed/widgets/v1/widget.go",
@@ -189,9 +275,27 @@ func TestGenerateInFreshModule(t *testing.T) {
 			t.Errorf("zz_generated.openapi.go lacks %q (model names of the type and of meta/v1)", want)
 		}
 	}
+	typesFile := filepath.Join(dir, "apis/widgets/v1/types.go")
+	types, err := os.ReadFile(typesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`protobuf:"bytes,1,opt,name=color"`, `protobuf:"bytes,3,rep,name=extra"`} {
+		if !strings.Contains(string(types), want) {
+			t.Errorf("types.go lacks the field number tag %s:\n%s", want, types)
+		}
+	}
 	if out, err := run(t, dir, "go", "build", "./..."); err != nil {
 		t.Fatalf("go build ./... of the generated module: %v\n%s", err, out)
 	}
+	if out, err := run(t, dir, "go", "run", "./cmd/roundtrip"); err != nil {
+		t.Fatalf("protobuf round trip of a Widget: %v\n%s", err, out)
+	}
+	start = time.Now()
+	if out, err := run(t, dir, bin, "--verify", "./apis/..."); err != nil {
+		t.Fatalf("--verify right after generating: %v\n%s", err, out)
+	}
+	t.Logf("customapi-gen --verify: %v", time.Since(start))
 
 	lister := filepath.Join(dir, "generated/listers/widgets/v1/widget.go")
 	b, err := os.ReadFile(lister)
@@ -201,45 +305,140 @@ func TestGenerateInFreshModule(t *testing.T) {
 	if err := os.WriteFile(lister, append(b, []byte("\n// edited by hand\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A new field: a new message field in the .proto, a new number in types.go.
+	edited := strings.Replace(string(types), "\tColor string", "\t// Weight is new.\n\t// +optional\n\tWeight int64 `json:\"weight,omitempty\"`\n\tColor string", 1)
+	if err := os.WriteFile(typesFile, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, err := run(t, dir, bin, "--verify", "./apis/...")
 	if err == nil {
-		t.Fatalf("--verify after editing a generated file exited 0:\n%s", out)
+		t.Fatalf("--verify after editing a generated file and types.go exited 0:\n%s", out)
 	}
-	if !strings.Contains(out, "stale: "+lister) {
-		t.Errorf("--verify output does not name the stale file %s:\n%s", lister, out)
+	for _, f := range []string{lister, typesFile, filepath.Join(dir, "apis/widgets/v1/generated.proto"), filepath.Join(dir, "apis/widgets/v1/generated.pb.go")} {
+		if !strings.Contains(out, "stale: "+f) {
+			t.Errorf("--verify output does not name the stale file %s:\n%s", f, out)
+		}
+	}
+	if after, _ := os.ReadFile(typesFile); string(after) != edited {
+		t.Error("--verify rewrote types.go")
 	}
 }
 
 // TestRefusals checks that customapi-gen refuses, before writing anything,
-// an API package whose doc.go lacks +k8s:openapi-model-package and a root
-// type without the runtime.Object deepcopy interface tag, naming file and fix.
+// what would break later, naming file, field and fix: a missing
+// +k8s:openapi-model-package, a root type without the runtime.Object
+// deepcopy interface tag, and, in packages tagged +k8s:protobuf-gen=package,
+// Go types protobuf cannot carry.
 func TestRefusals(t *testing.T) {
 	bin := customapiGen(t)
-	doc := strings.Replace(widgetDoc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1)
-	types := strings.Replace(widgetTypes, "// +genclient\n// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object\n", "// +genclient\n", 1)
-	dir := newModule(t, map[string]string{
-		"apis/widgets/v1/doc.go":   doc,
-		"apis/widgets/v1/types.go": types,
-	})
-	out, err := run(t, dir, bin, "./apis/...")
-	if err == nil {
-		t.Fatalf("customapi-gen accepted a package without +k8s:openapi-model-package:\n%s", out)
+	noModel := strings.Replace(widgetDoc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1)
+	noProto := strings.Replace(widgetDoc, "// +k8s:protobuf-gen=package\n", "", 1)
+	withField := func(decl string) string {
+		return strings.Replace(widgetTypes, "\tSizes []int32", decl+"\n\tSizes []int32", 1)
 	}
-	for _, want := range []string{
-		filepath.Join(dir, "apis/widgets/v1/doc.go") + ": package example.com/widgets/apis/widgets/v1 has no +k8s:openapi-model-package tag",
-		"add `// +k8s:openapi-model-package=",
-		filepath.Join(dir, "apis/widgets/v1/types.go") + ":",
-		"type Widget embeds metav1.TypeMeta",
-		"add `// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object` above it",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("refusal does not contain %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "type WidgetList") {
-		t.Errorf("WidgetList has its tag but was refused:\n%s", out)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "apis/widgets/v1/zz_generated.deepcopy.go")); err == nil {
-		t.Error("a refused run wrote zz_generated.deepcopy.go")
+	const typesFile = "apis/widgets/v1/types.go:"
+	for _, tc := range []struct {
+		name, doc, types string
+		want, notWant    []string
+	}{{
+		name:  "missing model package and runtime.Object tag",
+		doc:   noModel,
+		types: strings.Replace(widgetTypes, "// +genclient\n// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object\n", "// +genclient\n", 1),
+		want: []string{
+			"apis/widgets/v1/doc.go: package example.com/widgets/apis/widgets/v1 has no +k8s:openapi-model-package tag",
+			"add `// +k8s:openapi-model-package=",
+			typesFile,
+			"type Widget embeds metav1.TypeMeta",
+			"add `// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object` above it",
+		},
+		notWant: []string{"type WidgetList"},
+	}, {
+		name:  "protobuf: int",
+		doc:   widgetDoc,
+		types: withField("Count int `json:\"count\"`"),
+		want:  []string{typesFile, "field WidgetSpec.Count has type int, which protobuf cannot carry", "use int32 or int64"},
+	}, {
+		name:  "protobuf: uint and uintptr",
+		doc:   widgetDoc,
+		types: withField("A uint `json:\"a\"`\n\tB uintptr `json:\"b\"`"),
+		want:  []string{"field WidgetSpec.A has type uint", "field WidgetSpec.B has type uintptr", "use uint32 or uint64"},
+	}, {
+		name:  "protobuf: named type of int",
+		doc:   widgetDoc,
+		types: withField("Count Count `json:\"count\"`") + "\ntype Count int\n",
+		want:  []string{"field WidgetSpec.Count has type Count", "its type Count is int", "use int32 or int64"},
+	}, {
+		name:  "protobuf: map of slices",
+		doc:   widgetDoc,
+		types: withField("Tags map[string][]string `json:\"tags\"`"),
+		want:  []string{"field WidgetSpec.Tags has type map[string][]string", "a protobuf map value cannot be a list", "type ExtraValue []string", "+protobuf.nullable=true"},
+	}, {
+		name:  "protobuf: list of lists",
+		doc:   widgetDoc,
+		types: withField("Grid [][]int32 `json:\"grid\"`"),
+		want:  []string{"field WidgetSpec.Grid has type [][]int32", "protobuf has no list of lists"},
+	}, {
+		name:  "protobuf: interface, channel, func, time.Time, anonymous struct",
+		doc:   widgetDoc,
+		types: strings.Replace(withField("Any interface{} `json:\"any\"`\n\tC chan int32 `json:\"-\" protobuf:\"bytes,9,opt,name=c\"`\n\tF func() `json:\"f\"`\n\tAt time.Time `json:\"at\"`\n\tS struct{ X int32 } `json:\"s\"`"), "\"fmt\"\n", "\"fmt\"\n\t\"time\"\n", 1),
+		want: []string{
+			"field WidgetSpec.Any has type interface{}", "an interface has no protobuf form",
+			"field WidgetSpec.C has type chan int32", "a channel has no protobuf form",
+			"field WidgetSpec.F has type func()",
+			"field WidgetSpec.At has type time.Time", "use metav1.Time",
+			"field WidgetSpec.S has type struct{X int32}", "declare the anonymous struct as a named type",
+		},
+	}, {
+		name:  "protobuf: a type of a package without protobuf definitions",
+		doc:   widgetDoc,
+		types: strings.Replace(withField("Part other.Part `json:\"part\"`"), "\"fmt\"\n", "\"fmt\"\n\n\tother \"example.com/widgets/parts\"\n", 1),
+		want:  []string{"field WidgetSpec.Part has type other.Part", "package example.com/widgets/parts has no protobuf definitions", "tag it `// +k8s:protobuf-gen=package`"},
+	}, {
+		name:    "protobuf: packages without the tag are not checked",
+		doc:     noProto,
+		types:   withField("Count int `json:\"count\"`"),
+		notWant: []string{"Count"},
+	}, {
+		name:    "protobuf: json:\"-\" fields are left out",
+		doc:     widgetDoc,
+		types:   withField("Cache map[string][]string `json:\"-\"`\n\tCount int `json:\"count\"`"),
+		want:    []string{"field WidgetSpec.Count has type int"},
+		notWant: []string{"Cache", "Extra"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc
+			if len(tc.want) == 0 {
+				// Nothing of the case is refused: a missing model-package tag
+				// makes the run a refusal anyway, so nothing is generated.
+				doc = strings.Replace(doc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1)
+			}
+			dir := newModule(t, map[string]string{
+				"apis/widgets/v1/doc.go":   doc,
+				"apis/widgets/v1/types.go": tc.types,
+			})
+			out, err := run(t, dir, bin, "./apis/...")
+			if err == nil {
+				t.Fatalf("customapi-gen accepted the package:\n%s", out)
+			}
+			if !strings.Contains(out, "API packages need fixing before code generation") {
+				t.Errorf("not a refusal:\n%s", out)
+			}
+			for _, want := range tc.want {
+				if want == typesFile {
+					want = filepath.Join(dir, typesFile)
+				}
+				if !strings.Contains(out, want) {
+					t.Errorf("refusal does not contain %q:\n%s", want, out)
+				}
+			}
+			for _, nw := range tc.notWant {
+				if strings.Contains(out, nw) {
+					t.Errorf("refusal mentions %q:\n%s", nw, out)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "apis/widgets/v1/zz_generated.deepcopy.go")); err == nil {
+				t.Error("a refused run wrote zz_generated.deepcopy.go")
+			}
+		})
 	}
 }

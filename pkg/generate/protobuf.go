@@ -88,6 +88,13 @@ func protobufModule(ctx context.Context, base string, pkgs []*apiPackage, header
 	if err := mirrorModule(modDir, src, copied); err != nil {
 		return err
 	}
+	// The API packages as they will be once written: with the Go files
+	// the other generators just wrote into the temporary tree.
+	for _, p := range pkgs {
+		if err := overlay(rm.remap(p.dir), filepath.Join(src, filepath.FromSlash(p.rel()))); err != nil {
+			return err
+		}
+	}
 
 	// The import-path tree protoc searches (-I tree): the module copy and
 	// the modules of the imported .proto files.
@@ -237,6 +244,25 @@ func mirrorModule(modDir, dst string, copied map[string]bool) error {
 			return os.Symlink(p, target)
 		}
 	})
+}
+
+// overlay copies the Go files of directory from (if it exists) into to.
+func overlay(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".go") {
+			if err := copyFile(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func copyFile(from, to string) error {

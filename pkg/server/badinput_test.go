@@ -11,12 +11,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
@@ -31,7 +33,36 @@ const (
 	jsonPatchType  = "application/json-patch+json"
 	smpType        = "application/strategic-merge-patch+json"
 	applyType      = "application/apply-patch+yaml"
+	applyCBORType  = "application/apply-patch+cbor"
 )
+
+// encodeCBOR encodes v as CBOR the way k8s.io/apimachinery's serializer
+// (so client-go) does: with the self-described CBOR tag 55799 first.
+func encodeCBOR(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := cbordirect.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte{0xd9, 0xd9, 0xf7}, b...)
+}
+
+// cborNumber is the CBOR value of a JSON literal of TestNumbersNeverNarrowed:
+// an integer, a float or a string, as a CBOR client would encode it.
+func cborNumber(t *testing.T, literal string) any {
+	t.Helper()
+	if s, err := strconv.Unquote(literal); err == nil {
+		return s
+	}
+	if n, err := strconv.ParseInt(literal, 10, 64); err == nil {
+		return n
+	}
+	f, err := strconv.ParseFloat(literal, 64)
+	if err != nil {
+		t.Fatalf("literal %q", literal)
+	}
+	return f
+}
 
 // TestBadInputNo5xx covers F1-F3: inputs upstream answers with 500.
 func TestBadInputNo5xx(t *testing.T) {
@@ -80,7 +111,8 @@ func TestBadInputNo5xx(t *testing.T) {
 }
 
 // TestNumbersNeverNarrowed is case E3: spec.replicas (int32) set to values
-// an int32 cannot hold, through every write path and body encoding served,
+// an int32 cannot hold, through every write path and body encoding served
+// (JSON, YAML, CBOR; merge and JSON patches exist only in JSON),
 // with and without dryRun, is a 4xx naming spec.replicas and changes
 // nothing.
 func TestNumbersNeverNarrowed(t *testing.T) {
@@ -102,6 +134,14 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 	objYAML := func(name, rv, v string) string {
 		return fmt.Sprintf("apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: %s\n%sspec:\n  message: hello\n  replicas: %s\n", name, rv, v)
 	}
+	objCBOR := func(name, rv, v string) string {
+		md := map[string]any{"name": name}
+		if rv != "" {
+			md["resourceVersion"] = rv
+		}
+		return string(encodeCBOR(t, map[string]any{"apiVersion": "test/v1", "kind": "Custom", "metadata": md,
+			"spec": map[string]any{"message": "hello", "replicas": cborNumber(t, v)}}))
+	}
 	rvJSON := fmt.Sprintf(`,"resourceVersion":%q`, c1.ResourceVersion)
 	rvYAML := fmt.Sprintf("  resourceVersion: %q\n", c1.ResourceVersion)
 	paths := []body{
@@ -118,6 +158,10 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 		{"apply JSON update", c1Path, http.MethodPatch, applyType, func(v string) string { return objJSON("c1", "", v) }},
 		{"apply YAML create", e.customs() + "/n1", http.MethodPatch, applyType, func(v string) string { return objYAML("n1", "", v) }},
 		{"apply JSON create", e.customs() + "/n1", http.MethodPatch, applyType, func(v string) string { return objJSON("n1", "", v) }},
+		{"POST CBOR", e.customs(), http.MethodPost, "application/cbor", func(v string) string { return objCBOR("n1", "", v) }},
+		{"PUT CBOR", c1Path, http.MethodPut, "application/cbor", func(v string) string { return objCBOR("c1", c1.ResourceVersion, v) }},
+		{"apply CBOR update", c1Path, http.MethodPatch, applyCBORType, func(v string) string { return objCBOR("c1", "", v) }},
+		{"apply CBOR create", e.customs() + "/n1", http.MethodPatch, applyCBORType, func(v string) string { return objCBOR("n1", "", v) }},
 	}
 	values := []string{"10000000000", "4294967297", "-2147483649", "1.5", `"1"`}
 	for _, p := range paths {
@@ -144,7 +188,7 @@ func TestNumbersNeverNarrowed(t *testing.T) {
 	for _, p := range paths[6:] {
 		t.Run(p.name+"/in range", func(t *testing.T) {
 			query := "?fieldManager=e3&dryRun=All"
-			if p.contentType == applyType {
+			if p.contentType == applyType || p.contentType == applyCBORType {
 				query += "&force=true" // spec.replicas is owned by the POST's manager
 			}
 			r := e.do(t, request{method: p.method, path: p.path + query, contentType: p.contentType, body: []byte(p.body("2147483647"))})

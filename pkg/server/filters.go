@@ -15,9 +15,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/yaml"
@@ -171,25 +174,36 @@ func (b *requestBody) statusError(err error) error {
 	return apierrors.NewBadRequest(fmt.Sprintf("the request body cannot be read: %v", err))
 }
 
-// withNumberCheck answers 422 Invalid to a server-side apply, strategic
-// merge patch or merge patch whose body holds a number the resource's Go
-// type cannot hold exactly (registry.CheckNumbers): apply and strategic
-// merge patch bodies are decoded without a type and converted by
-// runtime.DefaultUnstructuredConverter, which narrows (spec.replicas
-// 10000000000 would be stored as 1410065408 in an int32) or fails with a
-// 500; a merge patch's result is refused by its typed decode, but with an
-// error that names only "patch", where this names the field. Bodies longer than maxBytes, or that do not
-// decode, are passed on for the handler to refuse. stores are the served
-// resources' registry stores.
+// withNumberCheck answers 422 Invalid to a write whose body holds a number
+// the resource's Go type cannot hold exactly (registry.CheckNumbers), naming
+// the field (spec.replicas):
+//   - server-side apply (application/apply-patch+yaml and
+//     application/apply-patch+cbor) and strategic merge patch bodies are
+//     decoded without a type and converted by
+//     runtime.DefaultUnstructuredConverter, which narrows (spec.replicas
+//     10000000000 would be stored as 1410065408 in an int32; a CBOR "1" is
+//     taken as well) or fails with an error naming no field;
+//   - a merge patch's result, and application/cbor POST and PUT bodies, are
+//     refused by their typed decode, but with an error that names only
+//     "patch" or the enclosing struct ("Go struct field v1.Custom.spec of
+//     type int32"), where this names the field;
+//   - protobuf POST and PUT bodies are decoded by generated code that keeps
+//     a varint's low bits (registry.CheckProtobufNumbers).
+//
+// JSON and YAML POST and PUT bodies and JSON patches are left to their typed
+// decode (sigs.k8s.io/json), which names the field already. Bodies longer
+// than maxBytes, or that do not decode, are passed on for the handler to
+// refuse. stores are the served resources' registry stores; codecs encode
+// the error in the encoding the client accepts.
 func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource) (*registry.Store, bool), maxBytes int64, codecs serializer.CodecFactory) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPatch || req.Body == nil {
+		if req.Body == nil {
 			next.ServeHTTP(w, req)
 			return
 		}
 		mediaType, _, _ := strings.Cut(req.Header.Get("Content-Type"), ";")
-		mediaType = strings.TrimSpace(mediaType)
-		if mediaType != string(types.ApplyYAMLPatchType) && mediaType != string(types.StrategicMergePatchType) && mediaType != string(types.MergePatchType) {
+		decode, ok := numberCheckDecoder(req.Method, strings.TrimSpace(mediaType))
+		if !ok {
 			next.ServeHTTP(w, req)
 			return
 		}
@@ -215,18 +229,68 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(data))
-		content, ok := decodeUntyped(data)
-		if !ok {
-			next.ServeHTTP(w, req)
-			return
-		}
-		if errs := registry.CheckNumbers(nil, content, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
+		if errs := decode(data, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
 			err := apierrors.NewInvalid(st.Resource().GroupVersionKind.GroupKind(), info.Name, errs)
 			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
 			return
 		}
 		next.ServeHTTP(w, req)
 	})
+}
+
+// numberChecker checks the numbers of a body for an object of a Go type;
+// a body that does not decode has none (the handler refuses it).
+type numberChecker func(data []byte, goType reflect.Type) field.ErrorList
+
+// numberCheckDecoder returns how withNumberCheck checks a body of the
+// method and media type, and false for the bodies it leaves alone.
+func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
+	untyped := func(decode func([]byte) (map[string]any, bool)) numberChecker {
+		return func(data []byte, goType reflect.Type) field.ErrorList {
+			content, ok := decode(data)
+			if !ok {
+				return nil
+			}
+			return registry.CheckNumbers(nil, content, goType)
+		}
+	}
+	switch {
+	case method == http.MethodPatch && (mediaType == string(types.ApplyYAMLPatchType) || mediaType == string(types.StrategicMergePatchType) || mediaType == string(types.MergePatchType)):
+		return untyped(decodeUntyped), true
+	case method == http.MethodPatch && mediaType == string(types.ApplyCBORPatchType),
+		(method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeCBOR:
+		return untyped(decodeCBOR), true
+	case (method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeProtobuf:
+		return checkProtobufBody, true
+	}
+	return nil, false
+}
+
+// protobufPrefix starts every application/vnd.kubernetes.protobuf body:
+// "k8s" and a zero byte, then a runtime.Unknown holding the object.
+var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// checkProtobufBody checks the object in a Kubernetes protobuf envelope
+// (registry.CheckProtobufNumbers).
+func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
+	if !bytes.HasPrefix(data, protobufPrefix) {
+		return nil
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(data[len(protobufPrefix):]); err != nil {
+		return nil
+	}
+	return registry.CheckProtobufNumbers(nil, unk.Raw, goType)
+}
+
+// decodeCBOR decodes a CBOR object as k8s.io/apimachinery does (integers
+// as int64, floats as float64, byte and text strings as string).
+func decodeCBOR(data []byte) (map[string]any, bool) {
+	var out map[string]any
+	if err := cbordirect.Unmarshal(data, &out); err != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // decodeUntyped decodes a JSON or YAML object keeping numbers' literals

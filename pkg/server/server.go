@@ -71,6 +71,10 @@ type Server struct {
 // servers, one store per resource, waiting for their watch caches) and the
 // generic API server with authentication, authorization, OpenAPI and the
 // resources' API groups installed. It does not serve yet: Run does.
+// Every group is served in JSON, YAML and CBOR, and in protobuf when all its
+// kinds have generated marshallers (resource.SupportsProtobuf); for CBOR,
+// New turns on k8s.io/apiserver's CBORServingAndStorage feature gate for
+// the whole process (see docs/serving.md, "Encodings on the wire").
 // The server takes over the config's data dir lock and listener; on error
 // New releases them, with everything it started, before it returns.
 // Errors: invalid resource declarations, missing OpenAPI definitions, etcd
@@ -92,6 +96,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("server: start-up abandoned: %w", err)
 	}
+	if err := enableCBOR(); err != nil {
+		return nil, err
+	}
 	o := cfg.Options
 	s := &Server{config: cfg, ready: make(chan struct{})}
 	defer func() {
@@ -108,7 +115,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	codecs := s.registry.Codecs()
+	codecs := servedCodecs(s.registry.Scheme())
 
 	gc, err := s.genericConfig(codecs, resources)
 	if err != nil {
@@ -244,12 +251,15 @@ func (s *Server) authorizer() (authorizer.Authorizer, error) {
 }
 
 // installGroups installs one API group per group of the resources, each
-// with every version declared.
+// with every version declared, serving JSON, YAML and CBOR, and protobuf
+// when every kind of the group has generated marshallers (groupSerializer).
 func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resource.Resource) error {
 	byGroup := map[string]*genericapiserver.APIGroupInfo{}
+	inGroup := map[string][]resource.Resource{}
 	var groups []string
 	for _, r := range resources {
 		g := r.GroupVersionKind.Group
+		inGroup[g] = append(inGroup[g], r)
 		info, ok := byGroup[g]
 		if !ok {
 			i := genericapiserver.NewDefaultAPIGroupInfo(g, s.registry.Scheme(), metav1.ParameterCodec, codecs)
@@ -269,6 +279,7 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	sort.Strings(groups)
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
+		byGroup[g].NegotiatedSerializer = newGroupSerializer(codecs, inGroup[g])
 		infos = append(infos, byGroup[g])
 	}
 	if err := s.generic.InstallAPIGroups(infos...); err != nil {

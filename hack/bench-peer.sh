@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# Measures customapi next to kube-apiserver with an equivalent CRD, side by
+# side in one run on this machine, with one independent load generator
+# (`customapi bench --target kubeconfig=A,kubeconfig=B`): the peer
+# comparison of docs/performance.md.
+#
+# Usage:
+#   hack/bench-peer.sh --kube-apiserver PATH [--etcd PATH] [--customapi PATH]
+#                      [--rounds N] [--quick] [--out DIR] [-- BENCH FLAGS...]
+#
+#   --kube-apiserver  a kube-apiserver binary (v1.37.2 for the published figures)
+#   --etcd            an etcd binary; default: go build ./hack/tools/etcd (ours, v3.7.3)
+#   --customapi       a customapi binary; default: go build ./cmd/customapi
+#   --rounds          rounds, each on fresh etcds and fresh servers (default 2);
+#                     the order of the two targets alternates between rounds
+#   --quick           tiny sizes (customapi bench --quick): proves the setup, figures meaningless
+#   --out             directory for logs and results (default: a new temporary directory, kept)
+#   after --          more flags for customapi bench (for example --content-type cbor)
+#
+# Environment: KUBE_APISERVER_FLAGS, CUSTOMAPI_SERVE_FLAGS: more flags for the
+# servers (split on spaces), for example
+# KUBE_APISERVER_FLAGS=--feature-gates=CBORServingAndStorage=true for CBOR.
+#
+# Each round starts, on 127.0.0.1 free ports, two etcd processes (fsync on,
+# etcd's default), one per server; kube-apiserver with minimal flags
+# (generated ECDSA serving certificate, RSA service-account keys, a token
+# file with one system:masters token, authorization left at its default,
+# AlwaysAllow as in customapi) with docs/bench/samples-crd.yaml applied; and
+# `customapi serve --resources samples` on the other etcd with the same
+# token file. It reports, per server: ready time (process start to the
+# first /readyz 200), and from /proc at the end of the round the server's
+# and its etcd's CPU seconds and RSS; the bench table adds RSS before and
+# after loading the list objects (10,000 by default) and the server CPU
+# over the workloads. Every process it starts is stopped by its pid at the
+# end, also on Ctrl-C.
+#
+# Needs bash, openssl, curl and go (unless binaries are given). Linux only (/proc).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+kube_apiserver="" etcd_bin="" customapi_bin="" rounds=2 quick="" out=""
+bench_extra=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--kube-apiserver) kube_apiserver="$2"; shift 2 ;;
+	--etcd) etcd_bin="$2"; shift 2 ;;
+	--customapi) customapi_bin="$2"; shift 2 ;;
+	--rounds) rounds="$2"; shift 2 ;;
+	--quick) quick="--quick"; shift ;;
+	--out) out="$2"; shift 2 ;;
+	--) shift; bench_extra=("$@"); break ;;
+	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench-peer.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+[[ -n "$kube_apiserver" ]] || { echo "bench-peer.sh: --kube-apiserver PATH is required" >&2; exit 2; }
+[[ -x "$kube_apiserver" ]] || { echo "bench-peer.sh: $kube_apiserver is not an executable" >&2; exit 2; }
+for tool in openssl curl; do
+	command -v "$tool" >/dev/null || { echo "bench-peer.sh: $tool is needed" >&2; exit 2; }
+done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-peer.sh: --rounds must be a positive integer" >&2; exit 2; }
+
+out="${out:-$(mktemp -d /tmp/bench-peer-XXXXXX)}"
+mkdir -p "$out/bin"
+out="$(cd "$out" && pwd)"
+if [[ -z "$etcd_bin" ]]; then
+	(cd "$repo" && GOFLAGS=-buildvcs=false go build -o "$out/bin/etcd" ./hack/tools/etcd)
+	etcd_bin="$out/bin/etcd"
+fi
+if [[ -z "$customapi_bin" ]]; then
+	(cd "$repo" && GOFLAGS=-buildvcs=false go build -o "$out/bin/customapi" ./cmd/customapi)
+	customapi_bin="$out/bin/customapi"
+fi
+echo "kube-apiserver: $("$kube_apiserver" --version 2>&1)"
+echo "etcd:           $("$etcd_bin" --version 2>&1 | head -1)"
+echo "customapi:      $customapi_bin"
+echo "results and logs: $out"
+
+pids=()
+stop_all() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	pids=()
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+# free_port prints a loopback TCP port nothing listens on (checked by
+# connecting) and that this script has not handed out yet.
+used_ports=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		[[ "$used_ports" == *" $p "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			used_ports+="$p "
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# cpu_seconds PID: user+system CPU seconds of a process (/proc, 100 ticks/s).
+cpu_seconds() {
+	local stat
+	stat="$(cat "/proc/$1/stat")"
+	stat="${stat##*) }"
+	read -r -a f <<<"$stat"
+	echo "$(((f[11] + f[12]) / 100)).$(printf '%02d' $(((f[11] + f[12]) % 100)))"
+}
+
+# rss_mb PID: resident set size in MB.
+rss_mb() {
+	awk '/^VmRSS:/ { printf "%.1f", $2 * 1024 / 1e6 }' "/proc/$1/status"
+}
+
+# start_etcd DIR: starts etcd with its data in DIR; sets etcd_pid, etcd_url.
+start_etcd() {
+	local dir="$1" cport pport
+	cport="$(free_port)" pport="$(free_port)"
+	mkdir -p "$dir"
+	"$etcd_bin" --name default --data-dir "$dir/data" \
+		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+		--initial-cluster "default=http://127.0.0.1:$pport" --log-level warn >"$dir/log" 2>&1 &
+	etcd_pid=$!
+	pids+=("$etcd_pid")
+	etcd_url="http://127.0.0.1:$cport"
+	for _ in $(seq 300); do
+		curl -sf "$etcd_url/health" >/dev/null 2>&1 && return 0
+		kill -0 "$etcd_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "bench-peer.sh: etcd in $dir did not become healthy; its log:" >&2
+	tail -20 "$dir/log" >&2
+	exit 1
+}
+
+# wait_ready NAME PID URL START: polls URL/readyz with the token until 200
+# (at most 120 s) and prints the seconds since START (date +%s%N).
+wait_ready() {
+	local name="$1" pid="$2" url="$3" start="$4" code
+	for _ in $(seq 6000); do
+		code="$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "$url/readyz" || true)"
+		if [[ "$code" == 200 ]]; then
+			local now
+			now="$(date +%s%N)"
+			echo "$(((now - start) / 1000000))" | awk '{ printf "%.2f", $1 / 1000 }'
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.02
+	done
+	echo "bench-peer.sh: $name did not become ready" >&2
+	return 1
+}
+
+# kubeconfig FILE CONTEXT URL CA: writes a kubeconfig with the token.
+kubeconfig() {
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $2
+  cluster:
+    server: $3
+    certificate-authority: $4
+users:
+- name: admin
+  user:
+    token: $token
+contexts:
+- name: $2
+  context:
+    cluster: $2
+    user: admin
+current-context: $2
+EOF
+}
+
+for round in $(seq "$rounds"); do
+	dir="$out/round-$round"
+	rm -rf "$dir"
+	mkdir -p "$dir/pki"
+	echo
+	echo "== round $round of $rounds ($dir)"
+
+	# Credentials shared by both servers: one bearer token of a
+	# system:masters user.
+	token="$(openssl rand -hex 24)"
+	echo "$token,admin,admin,\"system:masters\"" >"$dir/pki/tokens.csv"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+		-subj /CN=kube-apiserver -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$dir/pki/serving.key" -out "$dir/pki/serving.crt" 2>/dev/null
+	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/pki/sa.key" 2>/dev/null
+	openssl pkey -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub"
+
+	# kube-apiserver on its own etcd.
+	start_etcd "$dir/kube-etcd"
+	kube_etcd_pid="$etcd_pid"
+	kport="$(free_port)"
+	kstart="$(date +%s%N)"
+	"$kube_apiserver" --etcd-servers "$etcd_url" --bind-address 127.0.0.1 --secure-port "$kport" \
+		--tls-cert-file "$dir/pki/serving.crt" --tls-private-key-file "$dir/pki/serving.key" \
+		--cert-dir "$dir/kube-certs" --token-auth-file "$dir/pki/tokens.csv" \
+		--service-account-issuer https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
+		${KUBE_APISERVER_FLAGS:-} >"$dir/kube-apiserver.log" 2>&1 &
+	kube_pid=$!
+	pids+=("$kube_pid")
+	kube_ready="$(wait_ready kube-apiserver "$kube_pid" "https://127.0.0.1:$kport" "$kstart")" || {
+		tail -30 "$dir/kube-apiserver.log" >&2
+		exit 1
+	}
+	kubeconfig "$dir/kube-apiserver.kubeconfig" kube-apiserver "https://127.0.0.1:$kport" "$dir/pki/serving.crt"
+	code="$(curl -s --cacert "$dir/pki/serving.crt" -H "Authorization: Bearer $token" -H 'Content-Type: application/yaml' \
+		-o "$dir/crd-create.json" -w '%{http_code}' --data-binary @"$repo/docs/bench/samples-crd.yaml" \
+		"https://127.0.0.1:$kport/apis/apiextensions.k8s.io/v1/customresourcedefinitions")"
+	[[ "$code" == 201 ]] || { echo "bench-peer.sh: creating the CRD answered $code:" >&2; cat "$dir/crd-create.json" >&2; exit 1; }
+	for i in $(seq 600); do
+		if curl -sf --cacert "$dir/pki/serving.crt" -H "Authorization: Bearer $token" \
+			"https://127.0.0.1:$kport/apis/bench.customapi.io/v1" 2>/dev/null | grep -q '"samples"'; then
+			break
+		fi
+		[[ "$i" == 600 ]] && { echo "bench-peer.sh: the CRD was not served within 60 s" >&2; exit 1; }
+		sleep 0.1
+	done
+
+	# customapi serve on its own etcd.
+	start_etcd "$dir/customapi-etcd"
+	customapi_etcd_pid="$etcd_pid"
+	cport="$(free_port)"
+	cstart="$(date +%s%N)"
+	"$customapi_bin" serve --data-dir "$dir/customapi" --bind-address 127.0.0.1 --secure-port "$cport" \
+		--etcd-servers "$etcd_url" --resources samples --token-auth-file "$dir/pki/tokens.csv" \
+		${CUSTOMAPI_SERVE_FLAGS:-} >"$dir/customapi.log" 2>&1 &
+	customapi_pid=$!
+	pids+=("$customapi_pid")
+	customapi_ready="$(wait_ready customapi "$customapi_pid" "https://127.0.0.1:$cport" "$cstart")" || {
+		tail -30 "$dir/customapi.log" >&2
+		exit 1
+	}
+	kubeconfig "$dir/customapi.kubeconfig" customapi "https://127.0.0.1:$cport" "$dir/customapi/ca.crt"
+	[[ -f "$dir/customapi/ca.crt" ]] || { echo "bench-peer.sh: no CA at $dir/customapi/ca.crt" >&2; exit 1; }
+
+	kube_target="kubeconfig=$dir/kube-apiserver.kubeconfig@pid=$kube_pid"
+	customapi_target="kubeconfig=$dir/customapi.kubeconfig@pid=$customapi_pid"
+	if ((round % 2)); then targets="$customapi_target,$kube_target"; else targets="$kube_target,$customapi_target"; fi
+	echo "ready: customapi ${customapi_ready}s, kube-apiserver ${kube_ready}s (process start to /readyz 200)"
+	"$customapi_bin" bench $quick --target "$targets" --resource bench.customapi.io/v1/samples \
+		--content-type json "${bench_extra[@]}" 2>"$dir/bench.progress" | tee "$dir/bench.txt"
+
+	{
+		printf '%-16s %10s %14s %10s %16s\n' SERVER READY CPU-SECONDS RSS-MB ETCD-CPU-SECONDS
+		printf '%-16s %9ss %14s %10s %16s\n' customapi "$customapi_ready" "$(cpu_seconds "$customapi_pid")" "$(rss_mb "$customapi_pid")" "$(cpu_seconds "$customapi_etcd_pid")"
+		printf '%-16s %9ss %14s %10s %16s\n' kube-apiserver "$kube_ready" "$(cpu_seconds "$kube_pid")" "$(rss_mb "$kube_pid")" "$(cpu_seconds "$kube_etcd_pid")"
+		echo "(CPU and RSS at the end of the round, from /proc; CPU includes start-up and the CRD's setup)"
+	} | tee "$dir/servers.txt"
+	stop_all
+done
+echo
+echo "done: $out/round-*/bench.txt and servers.txt"
