@@ -43,8 +43,9 @@ func main() {
 	var opts generate.Options
 	fs.BoolVar(&opts.Verify, "verify", false, "generate into a temporary directory and exit non-zero when a generated file is stale, missing or no longer generated; writes nothing")
 	fs.StringVar(&opts.HeaderFile, "go-header-file", "", "file whose text heads every generated file (a licence, say)")
+	fs.StringVar(&opts.OpenAPIDir, "openapi-only", "", "generate only DIR/zz_generated.openapi.go: the OpenAPI definitions of PACKAGES, read-only API packages of other modules that carry +k8s:openapi-model-package (e.g. k8s.io/api/core/v1)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] PACKAGES...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--openapi-only DIR] PACKAGES...\n\n"+
 			"Generates deepcopy, register, OpenAPI and client code for the API packages\n"+
 			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...,\n"+
 			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package.\n\n")
