@@ -63,8 +63,14 @@ func newPrefix() (string, error) {
 
 // Namespace returns a namespace name of the test's own ("t-" and 10 random
 // hex digits), for tests that share one server or registry.
+//
+// It also reads CUSTOMAPI_TEST_ETCD_SERVERS: a server shared from TestMain
+// reads it before m.Run, where go test does not record environment reads,
+// so without this read a package whose tests only use such a server would
+// reuse a cached result when the variable changes.
 func Namespace(tb testing.TB) string {
 	tb.Helper()
+	_, _ = externalEtcd()
 	s, err := randomHex(5)
 	if err != nil {
 		tb.Fatal(err)
