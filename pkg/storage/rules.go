@@ -56,15 +56,22 @@ func ResourcePrefix(gr schema.GroupResource) string {
 	return gr.Group + "/" + gr.Resource
 }
 
+// resourceSegments is ResourcePrefix without the empty group segment of
+// the core group: "<group>/<resource>", or "<resource>".
+func resourceSegments(gr schema.GroupResource) string {
+	return strings.TrimPrefix(ResourcePrefix(gr), "/")
+}
+
 // Key returns the etcd key of one object:
 // <prefix>/<group>/<resource>/<namespace>/<name> for a namespaced object,
-// <prefix>/<group>/<resource>/<name> when namespace is "". prefix ""
-// means DefaultPrefix.
+// <prefix>/<group>/<resource>/<name> when namespace is "" (no group
+// segment for the core group: /registry/configmaps/ns/x, as kube-apiserver
+// stores it). prefix "" means DefaultPrefix.
 func Key(prefix string, gr schema.GroupResource, namespace, name string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	k := strings.TrimSuffix(prefix, "/") + "/" + ResourcePrefix(gr) + "/"
+	k := strings.TrimSuffix(prefix, "/") + "/" + resourceSegments(gr) + "/"
 	if namespace != "" {
 		k += namespace + "/"
 	}
