@@ -18,6 +18,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -268,4 +269,28 @@ func TestLibraryServesOnlyWhatItIsGiven(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("list configmaps without batteries: %v, want 404", err)
 	}
+}
+
+// TestInProcessDoor: the typed in-process client on the server's registry
+// gets the same validation and sees the same objects as client-go.
+func TestInProcessDoor(t *testing.T) {
+	srv, cs := start(t, time.Hour)
+	ctx := t.Context()
+	ns := customapitest.Namespace(t)
+	cms, err := client.For[*corev1.ConfigMap, *corev1.ConfigMapList](srv.Registry(), batteries.ConfigMaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cms.Namespace(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "door"}, Data: map[string]string{"a": "1"}, Immutable: ptr.To(true)}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "door", metav1.GetOptions{}); err != nil || got.Data["a"] != "1" {
+		t.Fatalf("client-go get of an in-process create: %v %v", got, err)
+	}
+	cm.Data["a"] = "2"
+	_, err = cms.Namespace(ns).Update(ctx, cm, metav1.UpdateOptions{})
+	wantInvalid(t, err, "data")
+	_, err = cms.Namespace(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"a b": "1"}}, metav1.CreateOptions{})
+	wantInvalid(t, err, "data[a b]")
 }
