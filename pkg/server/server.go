@@ -250,8 +250,9 @@ func (s *Server) authorizer() (authorizer.Authorizer, error) {
 	)
 }
 
-// installGroups installs one API group per group of the resources, each
-// with every version declared, serving JSON, YAML and CBOR, and protobuf
+// installGroups installs one API group per group of the resources (the
+// core group under /api, the others under /apis), each with every version
+// declared, serving JSON, YAML and CBOR, and protobuf
 // when every kind of the group has generated marshallers (groupSerializer).
 func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resource.Resource) error {
 	byGroup := map[string]*genericapiserver.APIGroupInfo{}
@@ -280,7 +281,19 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
 		byGroup[g].NegotiatedSerializer = newGroupSerializer(codecs, inGroup[g])
+		if g == "" {
+			// The core group (Kubernetes' own types only, see
+			// resource.Resource) is served under /api/v1 as kube-apiserver
+			// serves it, and listed by /api.
+			if err := s.generic.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, byGroup[g]); err != nil {
+				return fmt.Errorf("server: install the core API group: %w", err)
+			}
+			continue
+		}
 		infos = append(infos, byGroup[g])
+	}
+	if len(infos) == 0 {
+		return nil
 	}
 	if err := s.generic.InstallAPIGroups(infos...); err != nil {
 		return fmt.Errorf("server: install API groups: %w", err)
