@@ -12,3 +12,26 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" ./pkg/apis/... ./examples/...
+# The upstream OpenAPI definitions of the built-in types customapi serves
+# (pkg/batteries): read-only inputs from k8s.io/api and k8s.io/apimachinery.
+go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" \
+  --openapi-only pkg/generated/openapi/builtin \
+  k8s.io/api/core/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 \
+  k8s.io/api/rbac/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 \
+  k8s.io/apimachinery/pkg/api/resource k8s.io/apimachinery/pkg/util/intstr
+
+# The gRPC example's stubs and request messages (examples/grpc/relay.pb.go),
+# generated from relay.proto by customapi-gen's own protoc (gogo's generator
+# with its grpc plugin). With --verify they are generated into a temporary
+# directory and compared with the committed file.
+relay_out=.
+if [[ " $* " == *" --verify "* ]]; then
+	relay_out=$(mktemp -d)
+	trap 'rm -rf "$relay_out"' EXIT
+fi
+(cd examples/grpc && go run ../../cmd/customapi-gen protoc -I . \
+	"--gogo_out=plugins=grpc,paths=source_relative:$relay_out" relay.proto)
+if [[ "$relay_out" != . ]] && ! diff -u examples/grpc/relay.pb.go "$relay_out/relay.pb.go"; then
+	echo "examples/grpc/relay.pb.go is stale: run hack/update-codegen.sh" >&2
+	exit 1
+fi

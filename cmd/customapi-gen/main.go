@@ -11,6 +11,16 @@
 //	go get -tool github.com/customapi/customapi/cmd/customapi-gen
 //	go tool customapi-gen ./apis/...
 //	go tool customapi-gen --verify ./apis/...   # in CI: non-zero when stale
+//
+// `customapi-gen protoc ARGS...` is a protoc of its own (no protoc
+// installed) for .proto files written by hand next to the generated ones,
+// for example a gRPC service whose messages are the API types:
+//
+//	go tool customapi-gen protoc -I . --gogo_out=plugins=grpc,paths=source_relative:. service.proto
+//
+// It accepts -I/--proto_path, --gogo_out=[PARAMS:]DIR and input files, and
+// also resolves imports of k8s.io/apimachinery's, gogo's and the module's
+// own .proto files by Go import path; see generate.Protoc.
 package main
 
 import (
@@ -25,12 +35,17 @@ import (
 
 func main() {
 	generate.RunHelperIfInvoked() // protobuf generation re-executes this binary
+	if len(os.Args) > 1 && os.Args[1] == "protoc" {
+		protoc(os.Args[2:])
+		return
+	}
 	fs := flag.NewFlagSet("customapi-gen", flag.ExitOnError)
 	var opts generate.Options
 	fs.BoolVar(&opts.Verify, "verify", false, "generate into a temporary directory and exit non-zero when a generated file is stale, missing or no longer generated; writes nothing")
 	fs.StringVar(&opts.HeaderFile, "go-header-file", "", "file whose text heads every generated file (a licence, say)")
+	fs.StringVar(&opts.OpenAPIDir, "openapi-only", "", "generate only DIR/zz_generated.openapi.go: the OpenAPI definitions of PACKAGES, read-only API packages of other modules that carry +k8s:openapi-model-package (e.g. k8s.io/api/core/v1)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] PACKAGES...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--openapi-only DIR] PACKAGES...\n\n"+
 			"Generates deepcopy, register, OpenAPI and client code for the API packages\n"+
 			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...,\n"+
 			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package.\n\n")
@@ -41,6 +56,24 @@ func main() {
 	opts.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := generate.Run(ctx, opts)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "customapi-gen:", err)
+		os.Exit(1)
+	}
+}
+
+// protoc is the protoc mode: customapi-gen protoc ARGS...
+func protoc(args []string) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintf(os.Stderr, "usage: customapi-gen protoc [-I DIR]... --gogo_out=[PARAMS:]DIR FILE.proto...\n\n"+
+			"Compiles FILE.proto and generates Go code with gogo's protoc-gen-gogo (PARAMS e.g. plugins=grpc,paths=source_relative),\n"+
+			"no protoc needed. Imports of k8s.io/apimachinery/..., github.com/gogo/protobuf/... and this module's .proto files\n"+
+			"resolve by Go import path after the -I directories.\n")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := generate.Protoc(ctx, ".", args, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "customapi-gen:", err)

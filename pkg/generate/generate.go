@@ -49,6 +49,15 @@ type Options struct {
 	// Out receives one line per written, removed or stale file; nil is
 	// io.Discard.
 	Out io.Writer
+	// OpenAPIDir, if set, switches Run to OpenAPI definitions only: the
+	// packages of Patterns (import paths of other modules' API packages,
+	// for example k8s.io/api/core/v1, that already carry
+	// +k8s:openapi-model-package) are read-only inputs, and Run writes one
+	// OpenAPIDir/zz_generated.openapi.go (package named after the
+	// directory) with their GetOpenAPIDefinitions and those of meta/v1,
+	// runtime and version. OpenAPIDir must lie inside the module of the
+	// current directory. Verify applies as usual.
+	OpenAPIDir string
 }
 
 // ErrStale is returned (wrapped) by Run with Options.Verify when the
@@ -96,7 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 		out = io.Discard
 	}
 	if len(opts.Patterns) == 0 {
-		return errors.New("no package patterns given: pass the API packages, for example ./apis/...")
+		return errors.New("no package patterns given: pass the API packages (for example ./apis/...)")
 	}
 	if opts.HeaderFile != "" {
 		abs, err := filepath.Abs(opts.HeaderFile)
@@ -104,6 +113,10 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("header file: %w", err)
 		}
 		opts.HeaderFile = abs
+	}
+	if opts.OpenAPIDir != "" {
+		opts.Out = out
+		return runOpenAPIOnly(ctx, opts)
 	}
 	listed, err := listPackages(ctx, opts.Patterns)
 	if err != nil {

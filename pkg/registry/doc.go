@@ -26,5 +26,10 @@
 // etcd; Close releases the etcd connections, watch caches and the embedded
 // etcd. Only this package turns a storage.Config into stores.
 //
+// Registry.RewriteStorage re-encodes the stored objects that are not in the
+// registry's storage media type (after a switch of --storage-media-type),
+// as Kubernetes' storage version migrator does; `customapi storage rewrite`
+// runs it.
+//
 // See the Example functions (example_test.go; they run as tests).
 package registry

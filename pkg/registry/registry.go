@@ -60,6 +60,7 @@ type Registry struct {
 	resources []resource.Resource
 	stores    map[schema.GroupVersionResource]*Store
 	prefix    string
+	mediaType string // the storage encoding: one of storage.MediaTypes
 	etcdCfg   etcd.ClientConfig
 	embedded  *etcd.Embedded
 	etcdCheck func() error
@@ -104,11 +105,15 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		resources: append([]resource.Resource(nil), resources...),
 		stores:    map[schema.GroupVersionResource]*Store{},
 		prefix:    cfg.Prefix,
+		mediaType: cfg.MediaType,
 		etcdCfg:   cfg.Etcd,
 		stop:      make(chan struct{}),
 	}
 	if r.prefix == "" {
 		r.prefix = storage.DefaultPrefix
+	}
+	if r.mediaType == "" {
+		r.mediaType = storage.DefaultMediaType
 	}
 	defer func() {
 		if err != nil {
@@ -292,6 +297,11 @@ func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
 // Codecs returns the codec factory of the scheme, with strict decoding
 // available (serializer.EnableStrict), as the HTTP server negotiates.
 func (r *Registry) Codecs() serializer.CodecFactory { return r.codecs }
+
+// MediaType returns the encoding new values are stored in (Config.MediaType,
+// application/json when that was ""). Values stored in another encoding are
+// read all the same; RewriteStorage converts them.
+func (r *Registry) MediaType() string { return r.mediaType }
 
 // EtcdConfig returns the etcd the registry stores in (the embedded one's
 // client configuration when Open started it), for raw reads.

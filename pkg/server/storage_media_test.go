@@ -13,15 +13,22 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// With --storage-media-type application/cbor, clients still speak JSON and
-// see the same objects.
-func TestCBORStorage(t *testing.T) {
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.StorageMediaType = runtime.ContentTypeCBOR }, install.Customs)
+// With --storage-media-type application/cbor, application/yaml or
+// application/vnd.kubernetes.protobuf, clients still speak JSON and see the
+// same objects.
+func TestStorageMediaTypes(t *testing.T) {
+	for _, mt := range []string{runtime.ContentTypeCBOR, runtime.ContentTypeYAML, runtime.ContentTypeProtobuf} {
+		t.Run(mt, func(t *testing.T) { testStorageMediaType(t, mt) })
+	}
+}
+
+func testStorageMediaType(t *testing.T, mediaType string) {
+	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.StorageMediaType = mediaType }, install.Customs)
 	customs := s.Dynamic.Resource(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}).Namespace("ns1")
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test/v1", "kind": "Custom",
 		"metadata": map[string]any{"name": "c1", "labels": map[string]any{"a": "b"}},
-		"spec":     map[string]any{"message": "in cbor", "replicas": int64(3)},
+		"spec":     map[string]any{"message": "in " + mediaType, "replicas": int64(3)},
 	}}
 	created, err := customs.Create(t.Context(), obj, metav1.CreateOptions{})
 	if err != nil {
@@ -33,7 +40,7 @@ func TestCBORStorage(t *testing.T) {
 	}
 	msg, _, _ := unstructured.NestedString(got.Object, "spec", "message")
 	replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
-	if got.GetUID() != created.GetUID() || msg != "in cbor" || replicas != 3 || got.GetLabels()["a"] != "b" {
+	if got.GetUID() != created.GetUID() || msg != "in "+mediaType || replicas != 3 || got.GetLabels()["a"] != "b" {
 		t.Fatalf("read back %v", got.Object)
 	}
 	list, err := customs.List(t.Context(), metav1.ListOptions{LabelSelector: "a=b"})

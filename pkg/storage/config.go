@@ -169,7 +169,7 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	// Fail here, before any etcd connection exists, when the media type
 	// cannot encode this type (protobuf needs generated marshallers).
 	if err := runtime.CheckCodec(codec, example, storageKind); err != nil {
-		return generic.RESTOptions{}, fmt.Errorf("storage: %s cannot be stored as %s: %w", gr, g.mediaType, err)
+		return generic.RESTOptions{}, codecError(gr, g.mediaType, example, err)
 	}
 	backend := g.backend
 	backend.Codec = codec

@@ -7,6 +7,12 @@
 // k8s.io/apiserver's generic registry consumes; both the in-process client
 // and the HTTP server use it, so both see the same storage.
 //
+// Values in any of the four encodings (MediaTypes) are read whatever
+// Config.MediaType says; MediaTypeOfValue tells a stored value's encoding
+// from its first bytes. A type that cannot be stored in the configured
+// encoding (protobuf without generated marshallers) is refused when its
+// store is built, naming the resource and the fix.
+//
 // Keys are <prefix>/<group>/<resource>/<namespace>/<name> for namespaced
 // resources and <prefix>/<group>/<resource>/<name> for cluster-scoped ones,
 // with prefix "/registry" by default: the layout kube-apiserver uses.

@@ -59,12 +59,14 @@ func ResourcePrefix(gr schema.GroupResource) string {
 // Key returns the etcd key of one object:
 // <prefix>/<group>/<resource>/<namespace>/<name> for a namespaced object,
 // <prefix>/<group>/<resource>/<name> when namespace is "". prefix ""
-// means DefaultPrefix.
+// means DefaultPrefix. Core-group resources have no group segment
+// (<prefix>/namespaces/<name>), as k8s.io/apiserver's etcd3 store joins
+// the prefix and a store key.
 func Key(prefix string, gr schema.GroupResource, namespace, name string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	k := strings.TrimSuffix(prefix, "/") + "/" + ResourcePrefix(gr) + "/"
+	k := strings.TrimSuffix(prefix, "/") + "/" + strings.TrimPrefix(ResourcePrefix(gr), "/") + "/"
 	if namespace != "" {
 		k += namespace + "/"
 	}

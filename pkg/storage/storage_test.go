@@ -7,7 +7,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/customapi/customapi/examples/fleet/fleetapi"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
@@ -74,6 +76,12 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 				t.Fatalf("value is not self-described CBOR: % x", value[:min(8, len(value))])
 			}
 		}},
+		{"protobuf", runtime.ContentTypeProtobuf, func(t *testing.T, value []byte) {
+			// A Kubernetes protobuf value starts with "k8s\x00".
+			if !strings.HasPrefix(string(value), "k8s\x00") {
+				t.Fatalf("value is not Kubernetes protobuf: % x", value[:min(8, len(value))])
+			}
+		}},
 		{"yaml", runtime.ContentTypeYAML, func(t *testing.T, value []byte) {
 			if !strings.HasPrefix(string(value), "apiVersion: test/v1\n") {
 				t.Fatalf("value is not YAML: %q", value)
@@ -122,10 +130,12 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// A media type that cannot encode the type fails before any storage (and
-// etcd connection) is made.
+// A resource whose Go type has no protobuf marshallers (the fleet
+// example's Device) cannot be stored as protobuf: the store is refused
+// before any etcd connection is made, with an error that names the
+// resource, the Go type and what to generate.
 func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
-	scheme, err := resource.NewScheme(install.Customs)
+	scheme, err := resource.NewScheme(fleetapi.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +143,61 @@ func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = getter.GetRESTOptions(install.Customs.GroupResource(), &testv1.Custom{})
-	if err == nil || !strings.Contains(err.Error(), "cannot be stored as application/vnd.kubernetes.protobuf") {
-		t.Fatalf("got %v", err)
+	_, err = getter.GetRESTOptions(fleetapi.Devices.GroupResource(), fleetapi.Devices.New())
+	if err == nil {
+		t.Fatal("a type without protobuf marshallers was accepted for protobuf storage")
+	}
+	for _, want := range []string{
+		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
+		"*v1alpha1.Device has no generated protobuf marshallers",
+		"+k8s:protobuf-gen=package",
+		"customapi-gen",
+		"application/json or application/cbor",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestMediaTypeOfValue(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"json", []byte(`{"apiVersion":"test/v1","kind":"Custom"}` + "\n"), runtime.ContentTypeJSON},
+		{"json with leading space", []byte(" \n{}"), runtime.ContentTypeJSON},
+		{"yaml", []byte("apiVersion: test/v1\nkind: Custom\n"), runtime.ContentTypeYAML},
+		{"cbor", []byte{0xd9, 0xd9, 0xf7, 0xa1}, runtime.ContentTypeCBOR},
+		{"protobuf", []byte("k8s\x00\n\x0e"), runtime.ContentTypeProtobuf},
+		{"empty", nil, ""},
+		{"binary", []byte{0xff, 0xfe, 0x00}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := storage.MediaTypeOfValue(tc.value); got != tc.want {
+				t.Fatalf("MediaTypeOfValue(%q) = %q, want %q", tc.value, got, tc.want)
+			}
+		})
+	}
+}
+
+// Keys follow kube-apiserver's layout, core-group resources without a
+// group segment.
+func TestKey(t *testing.T) {
+	for _, tc := range []struct {
+		prefix    string
+		gr        schema.GroupResource
+		namespace string
+		want      string
+	}{
+		{"", schema.GroupResource{Group: "test", Resource: "customs"}, "ns1", "/registry/test/customs/ns1/n"},
+		{"/x/", schema.GroupResource{Group: "test", Resource: "customs"}, "", "/x/test/customs/n"},
+		{"", schema.GroupResource{Resource: "namespaces"}, "", "/registry/namespaces/n"},
+		{"", schema.GroupResource{Resource: "configmaps"}, "ns1", "/registry/configmaps/ns1/n"},
+	} {
+		if got := storage.Key(tc.prefix, tc.gr, tc.namespace, "n"); got != tc.want {
+			t.Errorf("Key(%q, %s, %q, n) = %q, want %q", tc.prefix, tc.gr, tc.namespace, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,352 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	apistorage "k8s.io/apiserver/pkg/storage"
+
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// DefaultRewriteWorkers is how many objects RewriteStorage rewrites at once
+// when RewriteOptions.Workers is 0.
+const DefaultRewriteWorkers = 8
+
+// DefaultRewritePageSize is how many keys each etcd range read of
+// RewriteStorage returns when RewriteOptions.PageSize is 0.
+const DefaultRewritePageSize = 500
+
+// rewriteAttempts bounds how often one object is retried when concurrent
+// writes keep changing it between the read and the rewrite.
+const rewriteAttempts = 10
+
+// maxRewriteErrors is how many per-object errors RewriteStorage's error
+// names; the report counts them all.
+const maxRewriteErrors = 10
+
+// RewriteOptions adjusts RewriteStorage. The zero value is the default.
+type RewriteOptions struct {
+	// Workers is how many objects are rewritten concurrently; 0 means
+	// DefaultRewriteWorkers.
+	Workers int
+	// PageSize is how many keys each etcd range read returns; 0 means
+	// DefaultRewritePageSize.
+	PageSize int64
+}
+
+// RewriteReport is what RewriteStorage did: the encoding it rewrote into
+// and one entry per served resource, in the registry's order.
+type RewriteReport struct {
+	// MediaType is the registry's storage encoding (Registry.MediaType).
+	MediaType string
+	// Resources has one entry per resource the registry was opened with.
+	Resources []ResourceRewrite
+}
+
+// Rewritten returns the number of values rewritten over all resources.
+func (r RewriteReport) Rewritten() int {
+	n := 0
+	for _, res := range r.Resources {
+		n += res.Rewritten
+	}
+	return n
+}
+
+// ResourceRewrite counts the objects of one resource by what RewriteStorage
+// did with them. Every object that existed when its key range was read is
+// counted exactly once.
+type ResourceRewrite struct {
+	// Resource is the resource, for example customs.test.
+	Resource schema.GroupResource
+	// MediaType is the encoding values were rewritten into.
+	MediaType string
+	// Rewritten is how many values this call re-encoded, each by one write
+	// (a new resourceVersion; a MODIFIED watch event with the same object).
+	Rewritten int
+	// From counts the rewritten values by the encoding they had before
+	// (storage.MediaTypeOfValue; "" for values no encoding recognises).
+	From map[string]int
+	// AlreadyCurrent is how many values were already in MediaType, including
+	// those a concurrent write re-encoded before this call got to them.
+	AlreadyCurrent int
+	// Deleted is how many objects were deleted between the range read and
+	// their rewrite (nothing to do).
+	Deleted int
+	// Failed is how many values could not be rewritten (RewriteStorage's
+	// error names the first of them); they are left as they were.
+	Failed int
+}
+
+// String reads, for example, "customs.test: 200 rewritten (100 from
+// application/cbor, 100 from application/vnd.kubernetes.protobuf), 100
+// already application/json", with ", N deleted meanwhile" and ", N failed"
+// when those are not zero.
+func (r ResourceRewrite) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d rewritten", r.Resource, r.Rewritten)
+	if len(r.From) != 0 {
+		from := make([]string, 0, len(r.From))
+		for mt, n := range r.From {
+			if mt == "" {
+				mt = "an unrecognised encoding"
+			}
+			from = append(from, fmt.Sprintf("%d from %s", n, mt))
+		}
+		sort.Strings(from)
+		fmt.Fprintf(&b, " (%s)", strings.Join(from, ", "))
+	}
+	fmt.Fprintf(&b, ", %d already %s", r.AlreadyCurrent, r.MediaType)
+	if r.Deleted != 0 {
+		fmt.Fprintf(&b, ", %d deleted meanwhile", r.Deleted)
+	}
+	if r.Failed != 0 {
+		fmt.Fprintf(&b, ", %d failed", r.Failed)
+	}
+	return b.String()
+}
+
+// RewriteStorage re-encodes every stored object of every served resource
+// whose value in etcd is not in the registry's storage encoding
+// (Registry.MediaType), and reports per resource how many it rewrote and
+// how many were already current. Run it after switching
+// --storage-media-type, once no server writes the old encoding any more;
+// reading never needs it (every encoding stays readable).
+//
+// It follows Kubernetes' storage version migrator: it reads each
+// resource's key range from etcd (in pages of PageSize, at one revision)
+// to see each value's encoding (storage.MediaTypeOfValue), and rewrites
+// each stale object through the resource's store with a no-op
+// GuaranteedUpdate guarded by the resourceVersion it read. The storage
+// codec re-encodes the object unchanged: uid, spec, status, labels,
+// managedFields and generation stay as they were; the resourceVersion is
+// new and watchers see a MODIFIED event. Admission, validation and the
+// strategy are not involved. A write by someone else in between wins: the
+// object is read again and counted as already current when that write
+// re-encoded it, as deleted when it is gone, or rewritten again otherwise.
+// Nothing is lost.
+//
+// Errors: ctx ending (the report counts what was done so far), etcd
+// unreachable, or values that cannot be rewritten (for example bytes that
+// no serializer decodes); in the last case every other object is still
+// rewritten, the report counts the failures and the error names the first
+// few keys.
+func (r *Registry) RewriteStorage(ctx context.Context, opts RewriteOptions) (RewriteReport, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultRewriteWorkers
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = DefaultRewritePageSize
+	}
+	report := RewriteReport{MediaType: r.mediaType}
+	cli, err := r.etcdCfg.NewClient(ctx)
+	if err != nil {
+		return report, fmt.Errorf("registry: rewrite: %w", err)
+	}
+	defer cli.Close()
+	var errs []error
+	failed := 0
+	for _, res := range r.resources {
+		st := r.stores[res.GroupVersionResource()]
+		rw := &resourceRewriter{reg: r, cli: cli, st: st, report: ResourceRewrite{Resource: res.GroupResource(), MediaType: r.mediaType}}
+		err := rw.run(ctx, opts)
+		report.Resources = append(report.Resources, rw.report)
+		failed += rw.report.Failed
+		errs = append(errs, rw.errs...)
+		if err != nil {
+			return report, fmt.Errorf("registry: rewrite %s: %w", res.GroupResource(), err)
+		}
+	}
+	if failed != 0 {
+		if len(errs) > maxRewriteErrors {
+			errs = errs[:maxRewriteErrors]
+		}
+		return report, fmt.Errorf("registry: rewrite: %d value(s) could not be rewritten and were left as they were: %w", failed, errors.Join(errs...))
+	}
+	return report, nil
+}
+
+// resourceRewriter rewrites the values of one resource.
+type resourceRewriter struct {
+	reg *Registry
+	cli *clientv3.Client
+	st  *Store
+
+	mu     sync.Mutex
+	report ResourceRewrite
+	errs   []error // the first maxRewriteErrors per-object errors
+}
+
+// staleValue is one value found in another encoding than the registry's.
+type staleValue struct {
+	key         string // the etcd key
+	modRevision int64
+	mediaType   string
+}
+
+// rewriteOutcome is what happened to one stale value.
+type rewriteOutcome int
+
+const (
+	outcomeRewritten rewriteOutcome = iota
+	outcomeAlreadyCurrent
+	outcomeDeleted
+)
+
+// run reads the resource's key range page by page and hands the stale
+// values to opts.Workers workers. It returns when all are done, with the
+// first error that stops the whole run (ctx, etcd).
+func (w *resourceRewriter) run(ctx context.Context, opts RewriteOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan staleValue)
+	var wg sync.WaitGroup
+	var fatalOnce sync.Once
+	var fatal error
+	stop := func(err error) {
+		fatalOnce.Do(func() { fatal = err; cancel() })
+	}
+	for range opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := range jobs {
+				outcome, err := w.rewrite(ctx, v)
+				if err != nil && ctx.Err() != nil {
+					stop(ctx.Err()) // not a failure of this value
+					continue
+				}
+				w.count(v, outcome, err)
+			}
+		}()
+	}
+	err := w.scan(ctx, opts.PageSize, func(v staleValue) bool {
+		select {
+		case jobs <- v:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		stop(err)
+	}
+	return fatal
+}
+
+// scan reads the key range <prefix>/<group>/<resource>/ at one revision,
+// counts the values already in the current encoding and calls stale for
+// the others, until stale returns false. A compaction of that revision
+// mid-way continues at the newest one (values written since are in the
+// current encoding, or are rewritten all the same).
+func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(staleValue) bool) error {
+	start := storage.Key(w.reg.prefix, w.st.res.GroupResource(), "", "")
+	end := clientv3.GetPrefixRangeEnd(start)
+	var rev int64
+	for {
+		ropts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
+		if rev != 0 {
+			ropts = append(ropts, clientv3.WithRev(rev))
+		}
+		resp, err := w.cli.Get(ctx, start, ropts...)
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			rev = 0
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s from etcd: %w", start, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			mt := storage.MediaTypeOfValue(kv.Value)
+			if mt == w.reg.mediaType {
+				w.mu.Lock()
+				w.report.AlreadyCurrent++
+				w.mu.Unlock()
+				continue
+			}
+			if !stale(staleValue{key: string(kv.Key), modRevision: kv.ModRevision, mediaType: mt}) {
+				return ctx.Err()
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// rewrite rewrites one stale value through the store, guarded by its
+// resourceVersion; when a concurrent write got there first it reads the
+// key again and decides anew.
+func (w *resourceRewriter) rewrite(ctx context.Context, v staleValue) (rewriteOutcome, error) {
+	// The store's keys lack the global prefix (k8s.io/apiserver's etcd3
+	// store adds it): <prefix>/test/customs/ns/name is /test/customs/ns/name.
+	storeKey := "/" + strings.TrimPrefix(v.key, strings.TrimSuffix(w.reg.prefix, "/")+"/")
+	noop := func(input runtime.Object, _ apistorage.ResponseMeta) (runtime.Object, *uint64, error) {
+		return input, nil, nil
+	}
+	for range rewriteAttempts {
+		rv := strconv.FormatInt(v.modRevision, 10)
+		out := w.st.res.New()
+		err := w.st.main.Storage.GuaranteedUpdate(ctx, storeKey, out, false, &apistorage.Preconditions{ResourceVersion: &rv}, noop, false, nil)
+		switch {
+		case err == nil:
+			return outcomeRewritten, nil
+		case apistorage.IsNotFound(err):
+			return outcomeDeleted, nil
+		case !apistorage.IsInvalidObj(err):
+			return 0, fmt.Errorf("%s: %w", v.key, err)
+		}
+		// Precondition failed: someone wrote since the range read.
+		resp, err := w.cli.Get(ctx, v.key)
+		if err != nil {
+			return 0, fmt.Errorf("%s: read again: %w", v.key, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return outcomeDeleted, nil
+		}
+		kv := resp.Kvs[0]
+		if storage.MediaTypeOfValue(kv.Value) == w.reg.mediaType {
+			return outcomeAlreadyCurrent, nil
+		}
+		v.modRevision = kv.ModRevision
+	}
+	return 0, fmt.Errorf("%s: changed by concurrent writes %d times in a row; run the rewrite again", v.key, rewriteAttempts)
+}
+
+// count records one value's outcome in the report.
+func (w *resourceRewriter) count(v staleValue, outcome rewriteOutcome, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil:
+		w.report.Failed++
+		if len(w.errs) < maxRewriteErrors {
+			w.errs = append(w.errs, err)
+		}
+	case outcome == outcomeRewritten:
+		w.report.Rewritten++
+		if w.report.From == nil {
+			w.report.From = map[string]int{}
+		}
+		w.report.From[v.mediaType]++
+	case outcome == outcomeAlreadyCurrent:
+		w.report.AlreadyCurrent++
+	case outcome == outcomeDeleted:
+		w.report.Deleted++
+	}
+}

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
+)
+
+// OpenRegistry opens the registry of resources on the storage the options
+// name, without serving: for commands that work on the stored objects
+// (`customapi storage rewrite`). It uses the storage options only
+// (--data-dir, --etcd-servers and its TLS files, --etcd-prefix,
+// --storage-media-type, --watch-cache) and opens the same storage
+// `customapi serve` with these options would.
+//
+// With the embedded etcd it takes the data dir's lock first, as Config
+// does, so it fails at once with a *DataDirInUseError while a server (or
+// any other owner) runs on the data dir; it refuses a data dir without
+// etcd data (<data-dir>/etcd) rather than creating an empty one. With
+// --etcd-servers no lock is taken: other servers may be running.
+//
+// release closes the registry (stopping the embedded etcd) and then releases
+// the lock; call it once done. On error nothing is left open.
+func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resource) (reg *registry.Registry, release func() error, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
+	if len(o.EtcdServers) != 0 {
+		rc.Etcd = o.etcdClientConfig()
+		if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+			return nil, nil, err
+		}
+		return reg, reg.Close, nil
+	}
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	etcdData := filepath.Join(dir, etcdDir)
+	if _, err := os.Stat(etcdData); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("data dir %s holds no embedded etcd (%s does not exist): nothing is stored there; check --data-dir or --etcd-servers", dir, etcdData)
+		}
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: etcdData, UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+		return nil, nil, errors.Join(err, lock.release())
+	}
+	return reg, func() error { return errors.Join(reg.Close(), lock.release()) }, nil
+}

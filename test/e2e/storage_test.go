@@ -1,0 +1,266 @@
+package e2e
+
+// `customapi storage rewrite` and --storage-media-type switches, driven
+// through the built binary on one data dir.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/customapitest"
+)
+
+// storageCommandTimeout bounds one `customapi storage ...` run.
+const storageCommandTimeout = 2 * time.Minute
+
+var customsResource = schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}
+
+// commandResult is a finished run of the customapi binary.
+type commandResult struct {
+	stdout, stderr string
+	exitCode       int
+	elapsed        time.Duration
+}
+
+// runCustomapi runs the customapi binary with args to completion, within
+// storageCommandTimeout.
+func runCustomapi(t *testing.T, args ...string) commandResult {
+	t.Helper()
+	return runBinary(t, customapiBinary, args...)
+}
+
+// runBinary runs bin with args to completion, within storageCommandTimeout.
+func runBinary(t *testing.T, bin string, args ...string) commandResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), storageCommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := commandResult{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			t.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
+		}
+		res.exitCode = exitErr.ExitCode()
+	}
+	return res
+}
+
+// createCustoms creates customs c-<first>..c-<first+n-1> in ns over HTTPS
+// and records their uids in uids.
+func createCustoms(t *testing.T, srv *serverProcess, ns, origin string, first, n int, uids map[string]types.UID) {
+	t.Helper()
+	cfg := restConfigFrom(t, srv.KubeconfigPath)
+	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit (client-go's default is 5/s)
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	customs := dc.Resource(customsResource).Namespace(ns)
+	for i := first; i < first+n; i++ {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "test/v1", "kind": "Custom",
+			"metadata": map[string]any{"name": fmt.Sprintf("c-%03d", i), "labels": map[string]any{"origin": origin}},
+			"spec":     map[string]any{"message": "written as " + origin, "replicas": int64(i)},
+		}}
+		created, err := customs.Create(t.Context(), obj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uids[created.GetName()] = created.GetUID()
+	}
+}
+
+// throughputLine is the last line of `customapi storage rewrite`.
+var throughputLine = regexp.MustCompile(`rewrote (\d+) objects into \S+ in (\S+), (\d+) objects/s`)
+
+// TestStorageRewriteCommand is case E2 through the binary: customs written
+// by `serve` with JSON, then CBOR, then protobuf, stay readable by a JSON server; `storage rewrite`
+// refuses while a server owns the data dir, then reports 200 rewritten and
+// 100 already JSON, and a second run finds nothing to do.
+func TestStorageRewriteCommand(t *testing.T) {
+	dataDir := t.TempDir()
+	const ns = "e2"
+	const third = runtime.ContentTypeProtobuf
+	uids := map[string]types.UID{}
+	for i, mt := range []string{runtime.ContentTypeJSON, runtime.ContentTypeCBOR, third} {
+		srv := startServer(t, dataDir, "--storage-media-type", mt)
+		start := time.Now()
+		createCustoms(t, srv, ns, strings.TrimPrefix(mt, "application/"), 100*i, 100, uids)
+		t.Logf("100 creates stored as %s in %s", mt, time.Since(start).Round(time.Millisecond))
+		if i == 0 {
+			// One owner per data dir: the rewrite refuses while serve runs.
+			res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
+			pid := strconv.Itoa(srv.cmd.Process.Pid)
+			if res.exitCode == 0 || !strings.Contains(res.stderr, "is in use by another customapi process (pid "+pid) {
+				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the DataDirInUseError naming pid %s", res.exitCode, res.stderr, pid)
+			}
+		}
+		start = time.Now()
+		srv.stop(t)
+		t.Logf("server stopped in %s", time.Since(start).Round(time.Millisecond))
+	}
+
+	res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir, "--storage-media-type", runtime.ContentTypeJSON)
+	if res.exitCode != 0 {
+		t.Fatalf("rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	}
+	t.Logf("rewrite (%s):\n%s", res.elapsed.Round(time.Millisecond), res.stdout)
+	want := fmt.Sprintf("customs.test: 200 rewritten (100 from application/cbor, 100 from %s), 100 already application/json\n", third)
+	if !strings.Contains(res.stdout, want) {
+		t.Fatalf("rewrite printed %q, want the line %q", res.stdout, want)
+	}
+	if m := throughputLine.FindStringSubmatch(res.stdout); m == nil || m[1] != "200" {
+		t.Fatalf("rewrite printed no throughput line for 200 objects: %q", res.stdout)
+	}
+
+	res = runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
+	if res.exitCode != 0 || !strings.Contains(res.stdout, "customs.test: 0 rewritten, 300 already application/json\n") {
+		t.Fatalf("second rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	}
+
+	srv := startServer(t, dataDir)
+	dc, err := dynamic.NewForConfig(restConfigFrom(t, srv.KubeconfigPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.Resource(customsResource).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 300 {
+		t.Fatalf("after the rewrite: %d customs, want 300", len(list.Items))
+	}
+	for _, item := range list.Items {
+		replicas, _, _ := unstructured.NestedInt64(item.Object, "spec", "replicas")
+		if item.GetUID() != uids[item.GetName()] || fmt.Sprintf("c-%03d", replicas) != item.GetName() {
+			t.Errorf("%s: uid %s (want %s), spec.replicas %d", item.GetName(), item.GetUID(), uids[item.GetName()], replicas)
+		}
+	}
+}
+
+// TestStorageRewriteRefusals: the command refuses what it cannot do, with
+// a message naming the fix, before touching anything.
+func TestStorageRewriteRefusals(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothing-here")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no data", []string{"--data-dir", missing}, "holds no embedded etcd"},
+		{"unknown media type", []string{"--data-dir", missing, "--storage-media-type", "text/plain"}, `media type "text/plain" is not supported`},
+		{"unknown resource", []string{"--data-dir", missing, "--resources", "widgets"}, `unknown resource "widgets"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCustomapi(t, append([]string{"storage", "rewrite"}, tc.args...)...)
+			if res.exitCode == 0 || !strings.Contains(res.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want an error containing %q", res.exitCode, res.stderr, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatalf("the refused rewrite created %s", missing)
+	}
+}
+
+// fleetBinary is the examples/fleet server, built on first use.
+var fleetBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// TestServeProtobufWithoutMarshallersFailsAtStart: a server whose resource
+// has no protobuf marshallers (the fleet example's Device), started with
+// --storage-media-type application/vnd.kubernetes.protobuf, exits at start
+// with the refusal naming the resource and the fix, and never serves.
+func TestServeProtobufWithoutMarshallersFailsAtStart(t *testing.T) {
+	fleetBinary.once.Do(func() {
+		fleetBinary.path = filepath.Join(workDir, "fleet")
+		out, err := exec.Command("go", "build", "-o", fleetBinary.path, "github.com/customapi/customapi/examples/fleet").CombinedOutput()
+		if err != nil {
+			fleetBinary.err = fmt.Errorf("go build examples/fleet: %w\n%s", err, out)
+		}
+	})
+	if fleetBinary.err != nil {
+		t.Fatal(fleetBinary.err)
+	}
+	res := runBinary(t, fleetBinary.path, "--data-dir", t.TempDir(), "--secure-port", "0", "--storage-media-type", runtime.ContentTypeProtobuf)
+	t.Logf("exit %d after %s: %s", res.exitCode, res.elapsed.Round(time.Millisecond), strings.TrimSpace(res.stderr))
+	for _, want := range []string{
+		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
+		"has no generated protobuf marshallers",
+		"+k8s:protobuf-gen=package",
+		"customapi-gen",
+	} {
+		if res.exitCode == 0 || !strings.Contains(res.stderr, want) {
+			t.Errorf("exit %d, stderr %q; want it to contain %q", res.exitCode, res.stderr, want)
+		}
+	}
+	if strings.Contains(res.stdout, "ready at") {
+		t.Errorf("the server became ready: %s", res.stdout)
+	}
+}
+
+// TestStorageRewriteExternalEtcd: with --etcd-servers (and the TLS flags)
+// the command rewrites objects under --etcd-prefix of an external etcd,
+// needing no data dir.
+func TestStorageRewriteExternalEtcd(t *testing.T) {
+	cfg := customapitest.EmbeddedEtcd(t) // TLS with a client certificate, as an external cluster may be
+	const prefix = "/external"
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: runtime.ContentTypeCBOR}, install.Customs)
+	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := c.Namespace("ext").Create(t.Context(), &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%02d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unused := filepath.Join(t.TempDir(), "unused")
+	args := []string{"storage", "rewrite", "--etcd-servers", strings.Join(cfg.Endpoints, ","), "--etcd-prefix", prefix,
+		"--etcd-cafile", cfg.CAFile, "--etcd-certfile", cfg.CertFile, "--etcd-keyfile", cfg.KeyFile, "--data-dir", unused}
+	for _, want := range []string{
+		"customs.test: 50 rewritten (50 from application/cbor), 0 already application/json\n",
+		"customs.test: 0 rewritten, 50 already application/json\n",
+	} {
+		res := runCustomapi(t, args...)
+		if res.exitCode != 0 || !strings.Contains(res.stdout, want) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want %q", res.exitCode, res.stdout, res.stderr, want)
+		}
+	}
+	if _, err := os.Stat(unused); err == nil {
+		t.Fatalf("the rewrite on an external etcd created --data-dir %s", unused)
+	}
+}
