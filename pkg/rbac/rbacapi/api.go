@@ -64,6 +64,7 @@ func New(defs common.GetOpenAPIDefinitions) *API { return &API{defs: defs} }
 func (a *API) Resources() []resource.Resource {
 	out := []resource.Resource{RolesResource, RoleBindingsResource, ClusterRolesResource, ClusterRoleBindingsResource}
 	for i := range out {
+		out[i].ValidateName = validateRBACName
 		out[i].OpenAPIDefinitions = a.defs
 		out[i].Admit = a.admit
 	}

@@ -133,6 +133,10 @@ func pathSegmentName(name string) []string {
 	return msgs
 }
 
+// validateRBACName is the name rule of the four RBAC kinds: a path segment (kube's ValidateRBACName), so
+// "system:basic-user" is a valid name.
+func validateRBACName(name string, _ bool) []string { return pathSegmentName(name) }
+
 func validateSubject(s rbacv1.Subject, namespaced bool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.Name == "" {
