@@ -44,9 +44,6 @@ func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) e
 	if err := s.rbac.Bootstrap(ctx, aggregatedResources(resources)); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	if _, err := s.rbac.AggregateOnce(ctx); err != nil {
-		return fmt.Errorf("server: ClusterRole aggregation: %w", err)
-	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
 		go func(ctx context.Context) { _ = s.rbac.RunAggregation(ctx) }(hc)
 		return nil

@@ -17,7 +17,8 @@ const FieldManager = "customapi-rbac"
 // Bootstrap creates the bootstrap policy (rbac.BootstrapPolicy) and the aggregated ClusterRoles of resources
 // (rbac.AggregatedRolesFor) that do not exist yet, as kube-apiserver's rbac/bootstrap-roles post-start hook:
 // objects already present are left as they are (a user's edit of a bootstrap role survives a restart), so
-// calling it at every start is idempotent. It writes as the registry's owner (no user in ctx). Errors: not
+// calling it at every start is idempotent. It then aggregates once ([API.AggregateOnce]), so admin, edit and
+// view cover resources before the aggregation loop runs. It writes as the registry's owner (no user in ctx). Errors: not
 // bound, invalid resources, and write errors other than AlreadyExists.
 func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource) error {
 	src, err := a.source()
@@ -46,6 +47,10 @@ func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rbacapi: bootstrap policy: %w", err)
+	}
+	// admin, edit and view now gather the aggregated roles of resources too.
+	if _, err := a.AggregateOnce(ctx); err != nil {
+		return fmt.Errorf("rbacapi: bootstrap policy: aggregation: %w", err)
 	}
 	return nil
 }
