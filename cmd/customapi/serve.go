@@ -20,6 +20,8 @@ import (
 
 func newServeCommand() *cobra.Command {
 	opts := server.NewOptions()
+	// The command's default is RBAC, where the library's is AlwaysAllow.
+	opts.AuthorizationMode = server.AuthorizationRBAC
 	logOpts := logs.NewOptions()
 	served := []string{"customs"}
 	withBatteries := true
@@ -36,7 +38,9 @@ certificate and an admin token are generated into --data-dir, with
 
   kubectl --kubeconfig customapi-data/admin.kubeconfig get customs
 
-Anonymous requests are rejected (401).
+Anonymous requests are rejected (401). Authorization is RBAC by default
+(--authorization-mode): admin.kubeconfig is system:masters; mint other users
+with 'customapi kubeconfig --user NAME --group GROUP' and bind them roles.
 
 One process owns a data dir: a second serve on it fails at once naming the
 owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a

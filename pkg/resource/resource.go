@@ -61,6 +61,21 @@ type Resource struct {
 	// ValidateUpdate, if set, validates an update against the stored object,
 	// for example to make a field immutable. It runs after Validate.
 	ValidateUpdate func(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// ValidateName, if set, replaces the default check of metadata.name
+	// (a DNS-1123 subdomain, as most kube resources): it returns why name
+	// is invalid (prefix: name is a generateName prefix), nothing when it
+	// is valid; for example RBAC's path-segment names ("system:basic-user"),
+	// k8s.io/apimachinery/pkg/api/validation/path.ValidatePathSegmentName.
+	ValidateName func(name string, prefix bool) []string
+	// Admit, if set, decides whether a create (old nil) or an update (old is
+	// the stored object) may be stored: it runs after defaulting and
+	// validation passed and before the write, on both doors (HTTP and the
+	// in-process client), with the request's context (its user, if any, is
+	// genericapirequest.UserFrom(ctx); its namespace NamespaceValue(ctx)).
+	// A non-nil error refuses the write and is returned as is, so return an
+	// apierrors Status error (403 Forbidden for a refusal). Used by the RBAC
+	// resources for escalation prevention.
+	Admit func(ctx context.Context, obj, old runtime.Object) error
 	// PrinterColumns are the extra columns of `kubectl get`, after NAME and
 	// before AGE.
 	PrinterColumns []PrinterColumn
