@@ -11,6 +11,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newBenchCommand(), newStorageCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newBenchCommand(), newStorageCommand(), newVersionCommand(), newKubeconfigCommand())
 	return root
 }

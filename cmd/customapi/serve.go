@@ -12,6 +12,7 @@ import (
 
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/logfilter"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
@@ -19,8 +20,12 @@ import (
 
 func newServeCommand() *cobra.Command {
 	opts := server.NewOptions()
+	// The command's default is RBAC, where the library's is AlwaysAllow.
+	opts.AuthorizationMode = server.AuthorizationRBAC
 	logOpts := logs.NewOptions()
 	served := []string{"customs"}
+	withBatteries := true
+	eventTTL := batteries.DefaultEventTTL
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the test/v1 API (kind Custom) over HTTPS, kubectl-compatible",
@@ -33,7 +38,9 @@ certificate and an admin token are generated into --data-dir, with
 
   kubectl --kubeconfig customapi-data/admin.kubeconfig get customs
 
-Anonymous requests are rejected (401).
+Anonymous requests are rejected (401). Authorization is RBAC by default
+(--authorization-mode): admin.kubeconfig is system:masters; mint other users
+with 'customapi kubeconfig --user NAME --group GROUP' and bind them roles.
 
 One process owns a data dir: a second serve on it fails at once naming the
 owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a
@@ -58,6 +65,12 @@ second signal kills it at once.`,
 			resources, err := servedResources(served)
 			if err != nil {
 				return err
+			}
+			if eventTTL <= 0 {
+				return fmt.Errorf("--event-ttl must be positive, got %s", eventTTL)
+			}
+			if withBatteries {
+				resources = append(batteries.Resources(batteries.Options{EventTTL: eventTTL}), resources...)
 			}
 			srv, err := server.New(ctx, cfg.Complete(), resources...)
 			if err != nil {
@@ -85,6 +98,8 @@ second signal kills it at once.`,
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Built-in resources to serve: customs (test/v1, kind Custom) and samples (bench.customapi.io/v1, kind Sample, the resource of customapi bench).")
+	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
+	cmd.Flags().DurationVar(&eventTTL, "event-ttl", eventTTL, "How long events are kept after their last write (kube-apiserver's --event-ttl); rounded up to whole seconds.")
 	return cmd
 }
 

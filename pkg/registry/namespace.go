@@ -38,7 +38,7 @@ func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidat
 	if err := checkNamespace(ctx); err != nil {
 		return nil, err
 	}
-	return r.Store.Create(ctx, obj, createValidation, options)
+	return r.Store.Create(ctx, obj, r.admitCreate(createValidation), options)
 }
 
 // Get implements rest.Getter after the namespace check.

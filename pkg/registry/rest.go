@@ -37,7 +37,7 @@ func (s *Store) StatusREST() rest.Updater {
 }
 
 func (s *Store) mainREST() *mainREST {
-	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories}
+	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit}
 }
 
 func (s *Store) statusREST() *statusREST {
@@ -53,6 +53,7 @@ type mainREST struct {
 	*genericregistry.Store
 	shortNames []string
 	categories []string
+	admit      func(ctx context.Context, obj, old runtime.Object) error // resource.Resource.Admit
 }
 
 // ShortNames implements rest.ShortNamesProvider.

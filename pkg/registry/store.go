@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,6 +68,12 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 		DeleteStrategy:      s,
 		ResetFieldsStrategy: s,
 		TableConvertor:      table,
+	}
+	if res.TTL > 0 {
+		ttl := uint64((res.TTL + time.Second - 1) / time.Second)
+		// Every create and update attaches a fresh lease, as kube-apiserver's
+		// event store does with --event-ttl.
+		main.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return ttl, nil }
 	}
 	if err := main.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
 		return nil, fmt.Errorf("registry: %s: %w", res.GroupResource(), err)

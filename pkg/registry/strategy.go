@@ -77,7 +77,8 @@ func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
-// Validate validates a new object: the name is a DNS-1123 subdomain, no
+// Validate validates a new object: the name is a DNS-1123 subdomain (or
+// what the resource's ValidateName accepts), no
 // resourceVersion is set, and the resource's own Validate hook passes. When
 // these pass, the generic registry validates the rest of the metadata
 // (namespace, labels, annotations, finalizers, generateName; see
@@ -89,8 +90,12 @@ func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorL
 	}
 	metaPath := field.NewPath("metadata")
 	var errs field.ErrorList
+	validateName := genericvalidation.NameIsDNSSubdomain
+	if s.res.ValidateName != nil {
+		validateName = s.res.ValidateName
+	}
 	if name := m.GetName(); name != "" {
-		for _, msg := range genericvalidation.NameIsDNSSubdomain(name, false) {
+		for _, msg := range validateName(name, false) {
 			errs = append(errs, field.Invalid(metaPath.Child("name"), name, msg))
 		}
 	}

@@ -23,7 +23,8 @@ import (
 // upstream's default convertor (NAME, CREATED AT).
 type tableConvertor struct {
 	columns []metav1.TableColumnDefinition
-	paths   []*jsonpath.JSONPath
+	paths   []*jsonpath.JSONPath       // nil where values[i] is set
+	values  []func(runtime.Object) any // PrinterColumn.Value, or nil
 	gr      schema.GroupResource
 }
 
@@ -37,11 +38,15 @@ func newTableConvertor(res resource.Resource) (rest.TableConvertor, error) {
 		Description: metav1.ObjectMeta{}.SwaggerDoc()["name"],
 	})
 	for _, pc := range res.PrinterColumns {
-		jp := jsonpath.New(pc.Name).AllowMissingKeys(true)
-		if err := jp.Parse("{" + pc.JSONPath + "}"); err != nil {
-			return nil, fmt.Errorf("registry: %s: printer column %q: %w", res.GroupResource(), pc.Name, err)
+		var jp *jsonpath.JSONPath
+		if pc.Value == nil {
+			jp = jsonpath.New(pc.Name).AllowMissingKeys(true)
+			if err := jp.Parse("{" + pc.JSONPath + "}"); err != nil {
+				return nil, fmt.Errorf("registry: %s: printer column %q: %w", res.GroupResource(), pc.Name, err)
+			}
 		}
 		c.paths = append(c.paths, jp)
+		c.values = append(c.values, pc.Value)
 		c.columns = append(c.columns, metav1.TableColumnDefinition{
 			Name: pc.Name, Type: pc.Type, Description: pc.Description, Priority: pc.Priority,
 		})
@@ -70,13 +75,19 @@ func (c *tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, t
 		if err != nil {
 			return err
 		}
-		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(item)
-		if err != nil {
-			return err
-		}
+		var content map[string]any
 		cells := make([]any, 0, len(c.columns))
 		cells = append(cells, m.GetName())
-		for _, jp := range c.paths {
+		for i, jp := range c.paths {
+			if c.values[i] != nil {
+				cells = append(cells, c.values[i](item))
+				continue
+			}
+			if content == nil {
+				if content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(item); err != nil {
+					return err
+				}
+			}
 			cells = append(cells, cellValue(jp, content))
 		}
 		cells = append(cells, age(m.GetCreationTimestamp()))

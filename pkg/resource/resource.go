@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,10 @@ import (
 // under its plural name. The zero value is not valid; see CheckDeclaration.
 type Resource struct {
 	// GroupVersionKind is the kind's identity, for example test/v1, Kind=Custom.
-	// The group must not be empty (the core group belongs to Kubernetes).
+	// The group must not be empty, except for Kubernetes' own core types:
+	// the core group ("", served under /api/v1) belongs to Kubernetes, so
+	// only Go types of k8s.io/api/core/v1 may be declared in it (customapi's
+	// batteries declare ConfigMaps, Secrets and Events that way).
 	GroupVersionKind schema.GroupVersionKind
 	// Plural is the resource name in URLs and etcd keys, lower case, for
 	// example "customs". Required.
@@ -57,6 +61,21 @@ type Resource struct {
 	// ValidateUpdate, if set, validates an update against the stored object,
 	// for example to make a field immutable. It runs after Validate.
 	ValidateUpdate func(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	// ValidateName, if set, replaces the default check of metadata.name
+	// (a DNS-1123 subdomain, as most kube resources): it returns why name
+	// is invalid (prefix: name is a generateName prefix), nothing when it
+	// is valid; for example RBAC's path-segment names ("system:basic-user"),
+	// k8s.io/apimachinery/pkg/api/validation/path.ValidatePathSegmentName.
+	ValidateName func(name string, prefix bool) []string
+	// Admit, if set, decides whether a create (old nil) or an update (old is
+	// the stored object) may be stored: it runs after defaulting and
+	// validation passed and before the write, on both doors (HTTP and the
+	// in-process client), with the request's context (its user, if any, is
+	// genericapirequest.UserFrom(ctx); its namespace NamespaceValue(ctx)).
+	// A non-nil error refuses the write and is returned as is, so return an
+	// apierrors Status error (403 Forbidden for a refusal). Used by the RBAC
+	// resources for escalation prevention.
+	Admit func(ctx context.Context, obj, old runtime.Object) error
 	// PrinterColumns are the extra columns of `kubectl get`, after NAME and
 	// before AGE.
 	PrinterColumns []PrinterColumn
@@ -64,6 +83,13 @@ type Resource struct {
 	// metadata.name and metadata.namespace: a field path such as
 	// "spec.message" and a function returning the object's value for it.
 	SelectableFields map[string]func(obj runtime.Object) string
+	// TTL, if positive, makes every object expire that long after its last
+	// write: each create and update attaches an etcd lease of TTL (rounded
+	// up to whole seconds) to the object's key, and etcd deletes the key
+	// when it runs out, as kube-apiserver stores Events (--event-ttl). The
+	// deletion is seen by watchers as a DELETED event. Zero keeps objects
+	// until they are deleted.
+	TTL time.Duration
 	// OpenAPIDefinitions returns the generated OpenAPI definitions that
 	// describe the kind (openapi-gen's GetOpenAPIDefinitions). Required:
 	// every write records managedFields against this schema (server-side
@@ -79,8 +105,13 @@ type PrinterColumn struct {
 	Name string
 	// Type is the OpenAPI type: string, integer, number, boolean or date.
 	Type string
-	// JSONPath selects the value, for example ".spec.replicas".
+	// JSONPath selects the value, for example ".spec.replicas". Required
+	// unless Value is set.
 	JSONPath string
+	// Value, if set, computes the cell from the object instead of JSONPath
+	// (for example the number of entries of a config map's data, kubectl's
+	// DATA column); it returns a string, an integer, a float, a bool or nil.
+	Value func(obj runtime.Object) any
 	// Description is shown by kubectl explain-like tools.
 	Description string
 	// Priority 0 columns are shown by default; higher ones with -o wide.
@@ -123,8 +154,13 @@ func (r Resource) SelectableField(path string) bool {
 // ListKind returns the kind of the list type, for example CustomList.
 func (r Resource) ListKind() string { return r.GroupVersionKind.Kind + "List" }
 
+// corePackage is the Go package whose types may be declared in the core
+// group.
+const corePackage = "k8s.io/api/core/v1"
+
 // CheckDeclaration checks the declaration and returns an error naming the first
-// problem: an empty group, version or kind, a plural that is not a
+// problem: an empty group (unless the kind's Go type is one of
+// k8s.io/api/core/v1), an empty version or kind, a negative TTL, a plural that is not a
 // DNS-1035 label, missing constructors or constructors that return nil or
 // something other than a pointer to a struct, an object that does not carry
 // ObjectMeta, a list that does not carry ListMeta, or StatusSubresource on a
@@ -132,8 +168,10 @@ func (r Resource) ListKind() string { return r.GroupVersionKind.Kind + "List" }
 func (r Resource) CheckDeclaration() error {
 	gvk := r.GroupVersionKind
 	switch {
-	case gvk.Group == "":
-		return errors.New("resource: GroupVersionKind.Group must not be empty")
+	case gvk.Group == "" && !isCoreType(r.New):
+		return fmt.Errorf("resource %s: GroupVersionKind.Group must not be empty (the core group holds only Kubernetes' own types, those of %s)", gvk.Kind, corePackage)
+	case r.TTL < 0:
+		return fmt.Errorf("resource %s: TTL %s must not be negative", gvk.Kind, r.TTL)
 	case gvk.Version == "" || gvk.Version == runtime.APIVersionInternal:
 		return fmt.Errorf("resource %s: GroupVersionKind.Version must be a served version", gvk.Kind)
 	case gvk.Kind == "":
@@ -169,6 +207,16 @@ func (r Resource) CheckDeclaration() error {
 		}
 	}
 	return nil
+}
+
+// isCoreType reports whether newObj returns a pointer to a struct of
+// k8s.io/api/core/v1.
+func isCoreType(newObj func() runtime.Object) bool {
+	if newObj == nil {
+		return false
+	}
+	t := reflect.TypeOf(newObj())
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == corePackage
 }
 
 // pointerToStruct returns an error unless obj is a non-nil pointer to a

@@ -3,8 +3,12 @@ package resource_test
 import (
 	"strings"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -24,6 +28,19 @@ func TestCheckDeclaration(t *testing.T) {
 	}{
 		{"valid", install.Customs, ""},
 		{"no group", with(func(r *resource.Resource) { r.GroupVersionKind.Group = "" }), "Group must not be empty"},
+		{"core group with a k8s.io/api/core/v1 type", with(func(r *resource.Resource) {
+			r.GroupVersionKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+			r.Plural, r.StatusSubresource = "configmaps", false
+			r.New = func() runtime.Object { return &corev1.ConfigMap{} }
+			r.NewList = func() runtime.Object { return &corev1.ConfigMapList{} }
+		}), ""},
+		{"core group with a Lease", with(func(r *resource.Resource) {
+			r.GroupVersionKind = schema.GroupVersionKind{Version: "v1", Kind: "Lease"}
+			r.Plural, r.StatusSubresource = "leases", false
+			r.New = func() runtime.Object { return &coordinationv1.Lease{} }
+			r.NewList = func() runtime.Object { return &coordinationv1.LeaseList{} }
+		}), "core group holds only"},
+		{"negative TTL", with(func(r *resource.Resource) { r.TTL = -time.Second }), "TTL"},
 		{"internal version", with(func(r *resource.Resource) { r.GroupVersionKind.Version = runtime.APIVersionInternal }), "served version"},
 		{"no kind", with(func(r *resource.Resource) { r.GroupVersionKind.Kind = "" }), "Kind must not be empty"},
 		{"bad plural", with(func(r *resource.Resource) { r.Plural = "Customs" }), "Plural"},

@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,7 +24,17 @@ const (
 	// AuthorizationWebhook asks a SubjectAccessReview webhook, as
 	// kube-apiserver's --authorization-mode=Webhook does.
 	AuthorizationWebhook = "Webhook"
+	// AuthorizationRBAC is Kubernetes role-based access control over the
+	// rbac.authorization.k8s.io/v1 objects the server then serves (with
+	// its bootstrap policy), as kube-apiserver's --authorization-mode=RBAC.
+	AuthorizationRBAC = "RBAC"
+	// AuthorizationAlwaysDeny denies what the modes before it did not
+	// allow (kube-apiserver's AlwaysDeny; useful last, for tests).
+	AuthorizationAlwaysDeny = "AlwaysDeny"
 )
+
+// AuthorizationModes are the modes --authorization-mode accepts.
+var AuthorizationModes = []string{AuthorizationAlwaysAllow, AuthorizationAlwaysDeny, AuthorizationRBAC, AuthorizationWebhook}
 
 // Options are the settings of `customapi serve`, one field per flag. The
 // flag names are kube-apiserver's where the meaning is the same.
@@ -62,8 +74,14 @@ type Options struct {
 	// authenticate, with the certificate's CN as user name and O as groups
 	// (--client-ca-file).
 	ClientCAFile string
-	// AuthorizationMode is AlwaysAllow (every authenticated user may do
-	// everything) or Webhook (--authorization-mode).
+	// AuthorizationMode is a comma-separated list of authorization modes
+	// asked in order, as kube-apiserver's --authorization-mode: AlwaysAllow
+	// (every authenticated user may do everything), RBAC, Webhook,
+	// AlwaysDeny; the first that allows or denies decides, and a request no
+	// mode allows is 403. Whatever the modes, members of system:masters may
+	// do everything and anyone may GET the ProbePaths. With RBAC the server
+	// also serves rbac.authorization.k8s.io/v1 and creates the bootstrap
+	// policy. Default (NewOptions): AlwaysAllow; `customapi serve`: RBAC.
 	AuthorizationMode string
 	// AuthorizationWebhookConfigFile is the kubeconfig of the
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
@@ -78,9 +96,11 @@ type Options struct {
 	RequestBodyTimeout time.Duration
 }
 
-// NewOptions returns the defaults: ./customapi-data, 127.0.0.1:6443,
-// embedded etcd, prefix /registry, watch cache on, JSON in etcd,
-// AlwaysAllow for authenticated users, a 60 s request body deadline.
+// NewOptions returns the library defaults: ./customapi-data,
+// 127.0.0.1:6443, embedded etcd, prefix /registry, watch cache on, JSON in
+// etcd, AlwaysAllow for authenticated users (a server of only the caller's
+// resources; `customapi serve` sets RBAC instead), a 60 s request body
+// deadline.
 func NewOptions() *Options {
 	return &Options{
 		DataDir:           "customapi-data",
@@ -109,7 +129,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, application/cbor (smaller, faster to decode), or application/vnd.kubernetes.protobuf (only for types with generated protobuf marshallers).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
-	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "AlwaysAllow: every authenticated user may do everything. Webhook: ask the SubjectAccessReview webhook of --authorization-webhook-config-file.")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
 }
 
@@ -142,14 +162,10 @@ func (o *Options) Validate() error {
 	} else if err := storage.CheckMediaType(o.StorageMediaType); err != nil {
 		errs = append(errs, fmt.Errorf("--storage-media-type: %w", err))
 	}
-	switch o.AuthorizationMode {
-	case AuthorizationAlwaysAllow:
-	case AuthorizationWebhook:
-		if o.AuthorizationWebhookConfigFile == "" {
-			errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("--authorization-mode %q is not AlwaysAllow or Webhook", o.AuthorizationMode))
+	if modes, err := o.authorizationModes(); err != nil {
+		errs = append(errs, err)
+	} else if slices.Contains(modes, AuthorizationWebhook) && o.AuthorizationWebhookConfigFile == "" {
+		errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
 	}
 	for flag, path := range map[string]string{"--token-auth-file": o.TokenAuthFile, "--client-ca-file": o.ClientCAFile, "--authorization-webhook-config-file": o.AuthorizationWebhookConfigFile} {
 		if path == "" {
@@ -168,6 +184,29 @@ func (o *Options) Validate() error {
 func (o *Options) SetEtcd(c etcd.ClientConfig) {
 	o.EtcdServers = append([]string(nil), c.Endpoints...)
 	o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = c.CAFile, c.CertFile, c.KeyFile
+}
+
+// authorizationModes parses AuthorizationMode: a non-empty comma-separated
+// list of AuthorizationModes, each at most once.
+func (o *Options) authorizationModes() ([]string, error) {
+	var modes []string
+	for m := range strings.SplitSeq(o.AuthorizationMode, ",") {
+		m = strings.TrimSpace(m)
+		switch {
+		case !slices.Contains(AuthorizationModes, m):
+			return nil, fmt.Errorf("--authorization-mode: %q is not one of %s", m, strings.Join(AuthorizationModes, ", "))
+		case slices.Contains(modes, m):
+			return nil, fmt.Errorf("--authorization-mode: %s is given twice", m)
+		}
+		modes = append(modes, m)
+	}
+	return modes, nil
+}
+
+// hasAuthorizationMode says whether AuthorizationMode lists mode.
+func (o *Options) hasAuthorizationMode(mode string) bool {
+	modes, _ := o.authorizationModes()
+	return slices.Contains(modes, mode)
 }
 
 func (o *Options) etcdClientConfig() etcd.ClientConfig {

@@ -23,25 +23,22 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	authorizationcel "k8s.io/apiserver/pkg/authorization/cel"
-	authzunion "k8s.io/apiserver/pkg/authorization/union"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/plugin/pkg/authorizer/webhook"
-	webhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/compatibility"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/rbac"
+	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/review"
 )
 
 // KubernetesVersion is the Kubernetes API version customapi's server
@@ -56,6 +53,11 @@ type Server struct {
 	config   CompletedConfig
 	registry *registry.Registry
 	ready    chan struct{}
+
+	// Authentication and authorization, kept for the review APIs.
+	tokens    authenticator.Request // bearer tokens: admin and --token-auth-file
+	rbac      *rbacapi.API          // nil unless the modes list RBAC
+	rbacAuthz *rbac.Authorizer      // rbac's authorizer, bound to the registry
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 			_ = s.release()
 		}
 	}()
+	s.rbac, resources = newRBAC(o, resources)
 	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
 	if len(o.EtcdServers) == 0 {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
@@ -115,9 +118,17 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if err := review.AddToScheme(s.registry.Scheme()); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if s.rbac != nil {
+		if s.rbacAuthz, err = s.rbac.Bind(s.registry, nil); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	codecs := servedCodecs(s.registry.Scheme())
 
-	gc, err := s.genericConfig(codecs, resources)
+	gc, rules, err := s.genericConfig(codecs, resources)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +138,16 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}
 	if err := s.installGroups(codecs, resources); err != nil {
 		return nil, err
+	}
+	reviews := review.Config{Tokens: s.tokens, Authorizer: gc.Authorization.Authorizer, RuleResolver: rules}
+	if err := s.installReviews(codecs, reviews); err != nil {
+		return nil, err
+	}
+	if s.rbac != nil {
+		s.rbac.SetEscalationAuthorizer(gc.Authorization.Authorizer)
+		if err := s.startRBAC(ctx, resources); err != nil {
+			return nil, err
+		}
 	}
 	loopbackToken := gc.LoopbackClientConfig.BearerToken
 	if err := s.generic.AddPostStartHook("customapi-ready", func(hc genericapiserver.PostStartHookContext) error {
@@ -142,8 +163,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 }
 
 // genericConfig builds k8s.io/apiserver's configuration: serving,
-// authentication, authorization, OpenAPI, version and health checks.
-func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource) (*genericapiserver.Config, error) {
+// authentication, authorization, OpenAPI, version and health checks. It
+// also returns the rule resolver of the authorization modes.
+func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource) (*genericapiserver.Config, authorizer.RuleResolver, error) {
 	o := s.config.Options
 	gc := genericapiserver.NewConfig(codecs)
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
@@ -161,35 +183,45 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
 	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
 	if err := serving.WithLoopback().ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
-		return nil, fmt.Errorf("server: serving: %w", err)
+		return nil, nil, fmt.Errorf("server: serving: %w", err)
 	}
 
 	authn, err := s.authenticator()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gc.Authentication.Authenticator = authn
-	if o.ClientCAFile != "" {
-		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: --client-ca-file: %w", err)
-		}
-		if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
-			return nil, err
-		}
-		gc.Authentication.Authenticator = union.New(gc.Authentication.Authenticator,
-			group.NewAuthenticatedGroupAdder(x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)))
+	// Client certificates signed by the data dir's CA (what `customapi
+	// kubeconfig` mints) or by --client-ca-file authenticate as their CN,
+	// with their Os as groups.
+	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("data-dir-ca", filepath.Join(o.DataDir, caCertFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("server: client CA: %w", err)
 	}
+	var clientCA dynamiccertificates.CAContentProvider = ca
+	if o.ClientCAFile != "" {
+		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.ClientCAFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("server: --client-ca-file: %w", err)
+		}
+		clientCA = dynamiccertificates.NewUnionCAContentProvider(ca, extra)
+	}
+	if err := gc.Authentication.ApplyClientCert(clientCA, gc.SecureServing); err != nil {
+		return nil, nil, err
+	}
+	gc.Authentication.Authenticator = union.New(gc.Authentication.Authenticator,
+		group.NewAuthenticatedGroupAdder(x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)))
 	// Anonymous only on the probe paths, and only without credentials: a
 	// request whose credentials fail is refused, as kube-apiserver does.
 	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, anonymousProbes())
-	gc.Authorization.Authorizer, err = s.authorizer()
+	var rules authorizer.RuleResolver
+	gc.Authorization.Authorizer, rules, err = s.authorizer()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 
-	defs := resource.OpenAPIDefinitionsOf(resources...)
+	defs := withBuiltinDefinitions(resource.OpenAPIDefinitionsOf(resources...))
 	namer := openapinamer.NewDefinitionNamer(s.registry.Scheme())
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	gc.OpenAPIConfig.Info.Title = "customapi"
@@ -197,7 +229,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.OpenAPIV3Config.Info.Title = "customapi"
 
 	gc.AddHealthChecks(healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() }))
-	return gc, nil
+	return gc, rules, nil
 }
 
 // authenticator accepts the generated admin token, the tokens of
@@ -217,41 +249,13 @@ func (s *Server) authenticator() (authenticator.Request, error) {
 		}
 		handlers = append(handlers, bearertoken.New(extra))
 	}
+	s.tokens = group.NewAuthenticatedGroupAdder(authenticator.WrapAudienceAgnosticRequest(nil, union.New(handlers...)))
 	return group.NewAuthenticatedGroupAdder(union.New(handlers...)), nil
 }
 
-// authorizer returns AlwaysAllow (reached only by authenticated users and
-// by anonymous probes) or a SubjectAccessReview webhook authorizer, with
-// system:masters always allowed as in kube-apiserver and the ProbePaths
-// allowed to everyone without asking the webhook.
-func (s *Server) authorizer() (authorizer.Authorizer, error) {
-	o := s.config.Options
-	if o.AuthorizationMode != AuthorizationWebhook {
-		return authorizerfactory.NewAlwaysAllowAuthorizer(), nil
-	}
-	probes, err := probeAuthorizer()
-	if err != nil {
-		return nil, err
-	}
-	restConfig, err := clientcmd.BuildConfigFromFlags("", o.AuthorizationWebhookConfigFile)
-	if err != nil {
-		return nil, fmt.Errorf("server: --authorization-webhook-config-file: %w", err)
-	}
-	wh, err := webhook.New(restConfig, "v1", 5*time.Minute, 30*time.Second,
-		wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
-		authorizer.DecisionDeny, nil, "webhook", webhookmetrics.NoopAuthorizerMetrics{}, authorizationcel.NewDefaultCompiler())
-	if err != nil {
-		return nil, fmt.Errorf("server: authorization webhook: %w", err)
-	}
-	return authzunion.New(
-		authzunion.NamedAuthorizer{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups("system:masters")},
-		authzunion.NamedAuthorizer{AuthorizerName: "probes", Authorizer: probes},
-		authzunion.NamedAuthorizer{AuthorizerName: "webhook", Authorizer: namedErrors(wh, "authorization webhook (--authorization-webhook-config-file)")},
-	)
-}
-
-// installGroups installs one API group per group of the resources, each
-// with every version declared, serving JSON, YAML and CBOR, and protobuf
+// installGroups installs one API group per group of the resources (the
+// core group under /api, the others under /apis), each with every version
+// declared, serving JSON, YAML and CBOR, and protobuf
 // when every kind of the group has generated marshallers (groupSerializer).
 func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resource.Resource) error {
 	byGroup := map[string]*genericapiserver.APIGroupInfo{}
@@ -280,7 +284,19 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	infos := make([]*genericapiserver.APIGroupInfo, 0, len(groups))
 	for _, g := range groups {
 		byGroup[g].NegotiatedSerializer = newGroupSerializer(codecs, inGroup[g])
+		if g == "" {
+			// The core group (Kubernetes' own types only, see
+			// resource.Resource) is served under /api/v1 as kube-apiserver
+			// serves it, and listed by /api.
+			if err := s.generic.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, byGroup[g]); err != nil {
+				return fmt.Errorf("server: install the core API group: %w", err)
+			}
+			continue
+		}
 		infos = append(infos, byGroup[g])
+	}
+	if len(infos) == 0 {
+		return nil
 	}
 	if err := s.generic.InstallAPIGroups(infos...); err != nil {
 		return fmt.Errorf("server: install API groups: %w", err)

@@ -292,6 +292,11 @@ func TestKubectl(t *testing.T) {
 		{name: "wait", check: checkWait},
 	}
 
+	runCases(t, base, cases)
+}
+
+// runCases runs each case in parallel, in a namespace of its own.
+func runCases(t *testing.T, base kubectl, cases []kubectlCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -13,11 +13,13 @@ import (
 
 // Customs declares the resource customs.test/v1 (kind Custom): namespaced,
 // with a status subresource, spec.replicas >= 0, field selector
-// status.phase, and printer columns Replicas, Phase and Message.
+// status.phase, printer columns Replicas, Phase and Message, and the
+// category all (kubectl get all lists customs).
 var Customs = resource.Resource{
 	GroupVersionKind:  testv1.SchemeGroupVersion.WithKind("Custom"),
 	Plural:            "customs",
 	ShortNames:        []string{"cu"},
+	Categories:        []string{"all"},
 	StatusSubresource: true,
 	New:               func() runtime.Object { return &testv1.Custom{} },
 	NewList:           func() runtime.Object { return &testv1.CustomList{} },

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/customapi/customapi/pkg/server"
+)
+
+func newKubeconfigCommand() *cobra.Command {
+	o := server.UserKubeconfigOptions{DataDir: server.NewOptions().DataDir}
+	cmd := &cobra.Command{
+		Use:   "kubeconfig --user NAME [--group GROUP]... [--data-dir DIR]",
+		Short: "Print a kubeconfig for another user, with a client certificate from the data dir's CA",
+		Long: `Print a kubeconfig that authenticates as --user (with the groups of --group) to the server of
+--data-dir: a new key and a client certificate (CN=user, O=groups) signed by the data dir's CA,
+which the server trusts for client certificates. What the user may do is up to RBAC:
+
+  customapi kubeconfig --user alice --group dev > alice.kubeconfig
+  kubectl --kubeconfig customapi-data/admin.kubeconfig create role reader --verb=get,list --resource=customs
+  kubectl --kubeconfig customapi-data/admin.kubeconfig create rolebinding alice-reads --role=reader --user=alice
+  kubectl --kubeconfig alice.kubeconfig get customs
+
+The server URL is read from <data-dir>/admin.kubeconfig (written when the server runs) unless
+--server is given. Nothing is recorded on the server: a certificate cannot be revoked before it
+expires (--validity), only its user's bindings removed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := server.UserKubeconfig(o)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "The server's data directory (its CA signs the certificate).")
+	fs.StringVar(&o.User, "user", "", "User name (the certificate's CommonName). Required.")
+	fs.StringSliceVar(&o.Groups, "group", nil, "Group of the user (the certificate's Organization); repeatable or comma-separated.")
+	fs.StringVar(&o.Server, "server", "", "URL of the server; default: the one in <data-dir>/admin.kubeconfig.")
+	fs.DurationVar(&o.Validity, "validity", server.DefaultUserCertValidity, "How long the certificate is valid.")
+	_ = cmd.MarkFlagRequired("user")
+	return cmd
+}

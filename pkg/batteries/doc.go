@@ -1,0 +1,20 @@
+// Package batteries declares the Kubernetes built-in resources customapi
+// serves besides users' own: config maps and secrets (core v1), leases
+// (coordination.k8s.io/v1) and events (core v1 and events.k8s.io/v1), so
+// that controllers written for Kubernetes (leader election, event
+// recording, configuration) run unmodified.
+//
+// They are declared exactly as users declare their resources, as
+// resource.Resource values built on the k8s.io/api Go types, with the
+// upstream OpenAPI schemas (pkg/generated/openapi/builtin) so that kubectl
+// explain, server-side apply and strategic merge patch behave as on a
+// cluster. Validation follows kube-apiserver's rules for each type, written
+// here (k8s.io/kubernetes is not imported).
+//
+// `customapi serve` serves Resources(Options{}) next to --resources unless
+// --batteries=false; the library (registry.Open, server.New) serves only
+// what it is given:
+//
+//	res := append(batteries.Resources(batteries.Options{EventTTL: time.Hour}), myResource)
+//	srv, err := server.New(ctx, cfg.Complete(), res...)
+package batteries

@@ -1,0 +1,67 @@
+package rbacapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/pkg/rbac"
+)
+
+// FieldManager is the field manager of the objects this package writes (bootstrap policy, aggregated rules).
+const FieldManager = "customapi-rbac"
+
+// Bootstrap creates the bootstrap policy (rbac.BootstrapPolicy) and the aggregated ClusterRoles of resources
+// (rbac.AggregatedRolesFor) that do not exist yet, as kube-apiserver's rbac/bootstrap-roles post-start hook:
+// objects already present are left as they are (a user's edit of a bootstrap role survives a restart), so
+// calling it at every start is idempotent. It then aggregates once ([API.AggregateOnce]), so admin, edit and
+// view cover resources before the aggregation loop runs. It writes as the registry's owner (no user in ctx). Errors: not
+// bound, invalid resources, and write errors other than AlreadyExists.
+func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource) error {
+	src, err := a.source()
+	if err != nil {
+		return err
+	}
+	policy := rbac.BootstrapPolicy()
+	aggregated, err := rbac.AggregatedRolesFor(resources)
+	if err != nil {
+		return err
+	}
+	roles := append(policy.ClusterRoles, aggregated...)
+	var errs []error
+	for i := range roles {
+		_, err := src.clusterRoles.Create(ctx, &roles[i], metav1.CreateOptions{FieldManager: FieldManager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("clusterrole %s: %w", roles[i].Name, err))
+		}
+	}
+	for i := range policy.ClusterRoleBindings {
+		b := &policy.ClusterRoleBindings[i]
+		_, err := src.clusterRoleBindings.Create(ctx, b, metav1.CreateOptions{FieldManager: FieldManager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("clusterrolebinding %s: %w", b.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rbacapi: bootstrap policy: %w", err)
+	}
+	// admin, edit and view now gather the aggregated roles of resources too.
+	if _, err := a.AggregateOnce(ctx); err != nil {
+		return fmt.Errorf("rbacapi: bootstrap policy: aggregation: %w", err)
+	}
+	return nil
+}
+
+// source returns the registry source of a bound API.
+func (a *API) source() (*registrySource, error) {
+	a.mu.RLock()
+	reg := a.reg
+	a.mu.RUnlock()
+	if reg == nil {
+		return nil, errors.New("rbacapi: API.Bind was not called")
+	}
+	return newRegistrySource(reg)
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/customapi/customapi/pkg/rbac"
+	"github.com/customapi/customapi/pkg/rbac/rbacapi"
+	"github.com/customapi/customapi/pkg/resource"
+)
+
+// builtinGroups are the groups whose admin/edit/view rules come from the
+// bootstrap policy (kube's own rules), not from rbac.AggregatedRolesFor.
+var builtinGroups = map[string]bool{"": true, "rbac.authorization.k8s.io": true, "coordination.k8s.io": true, "events.k8s.io": true}
+
+// aggregatedResources are the served resources that join the ClusterRoles
+// admin, edit and view through their own aggregated roles: every resource
+// but the built-ins the bootstrap policy covers.
+func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResource {
+	var out []rbac.AggregatedResource
+	seen := map[string]bool{}
+	for _, r := range resources {
+		gr := r.GroupResource()
+		if builtinGroups[gr.Group] || seen[gr.String()] {
+			continue
+		}
+		seen[gr.String()] = true
+		ar := rbac.AggregatedResource{GroupResource: gr}
+		if r.StatusSubresource {
+			ar.Subresources = []string{"status"}
+		}
+		out = append(out, ar)
+	}
+	return out
+}
+
+// startRBAC creates the bootstrap policy (create-if-absent, so every start
+// is idempotent) before the server serves, so a failure is New's error, and
+// registers the post-start hook that runs the ClusterRole aggregation loop
+// until the server stops.
+func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
+	if err := s.rbac.Bootstrap(ctx, aggregatedResources(resources)); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
+		go func(ctx context.Context) { _ = s.rbac.RunAggregation(ctx) }(hc)
+		return nil
+	})
+}
+
+// newRBAC returns the RBAC API of a server whose modes list RBAC, and the
+// resources to serve with it; nil and resources unchanged otherwise.
+func newRBAC(o Options, resources []resource.Resource) (*rbacapi.API, []resource.Resource) {
+	if !o.hasAuthorizationMode(AuthorizationRBAC) {
+		return nil, resources
+	}
+	api := rbacapi.New(builtinDefinitions)
+	return api, append(append([]resource.Resource(nil), resources...), api.Resources()...)
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/customapi/customapi/internal/pki"
+)
+
+// DefaultUserCertValidity is how long UserKubeconfig's certificates are
+// valid unless told otherwise: one year.
+const DefaultUserCertValidity = 365 * 24 * time.Hour
+
+// UserKubeconfigOptions say whom UserKubeconfig mints a credential for.
+type UserKubeconfigOptions struct {
+	// DataDir is the server's data directory, whose CA (ca.crt, ca.key)
+	// signs the certificate. Required.
+	DataDir string
+	// User is the user name (the certificate's CommonName). Required.
+	User string
+	// Groups are the user's groups (the certificate's Organizations); the
+	// server adds system:authenticated.
+	Groups []string
+	// Server is the URL of the server; "" reads it from
+	// <DataDir>/admin.kubeconfig (written when the server runs).
+	Server string
+	// Validity is how long the certificate is valid; 0 means
+	// DefaultUserCertValidity.
+	Validity time.Duration
+}
+
+// UserKubeconfig returns a kubeconfig (YAML) for o.User: a new ECDSA P-256
+// key and a client certificate (CN=user, O=groups, client auth) signed by
+// the data dir's CA, which the server trusts for client certificates, and
+// the cluster of the server with that CA. kubectl with it acts as the user,
+// as a kubeconfig from kube's certificate signing requests does; RBAC then
+// decides what the user may do. Nothing is written to the data dir and the
+// server need not run. Errors: a missing user, a data dir without CA, no
+// server URL (neither o.Server nor admin.kubeconfig).
+func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
+	if o.User == "" {
+		return nil, errors.New("a user name is required")
+	}
+	caCert, err := pki.ReadCert(filepath.Join(o.DataDir, caCertFile))
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: CA certificate: %w", o.DataDir, err)
+	}
+	caKey, err := pki.ReadKey(filepath.Join(o.DataDir, caKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: CA key: %w", o.DataDir, err)
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw})
+	serverURL := o.Server
+	if serverURL == "" {
+		admin, err := clientcmd.LoadFromFile(filepath.Join(o.DataDir, kubeconfigFile))
+		if err != nil {
+			return nil, fmt.Errorf("no server URL given, and %w (start the server once, or pass the URL)", err)
+		}
+		ctx, ok := admin.Contexts[admin.CurrentContext]
+		if !ok || admin.Clusters[ctx.Cluster] == nil {
+			return nil, fmt.Errorf("%s has no current cluster", filepath.Join(o.DataDir, kubeconfigFile))
+		}
+		serverURL = admin.Clusters[ctx.Cluster].Server
+	}
+	validity := o.Validity
+	if validity <= 0 {
+		validity = DefaultUserCertValidity
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: pki.SerialNumber(),
+		Subject:      pkix.Name{CommonName: o.User, Organization: o.Groups},
+		NotBefore:    time.Now().Add(-5 * time.Minute),
+		NotAfter:     time.Now().Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["customapi"] = &clientcmdapi.Cluster{Server: serverURL, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[o.User] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	cfg.Contexts["customapi"] = &clientcmdapi.Context{Cluster: "customapi", AuthInfo: o.User, Namespace: "default"}
+	cfg.CurrentContext = "customapi"
+	return clientcmd.Write(*cfg)
+}
