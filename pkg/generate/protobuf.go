@@ -102,21 +102,8 @@ func protobufModule(ctx context.Context, base string, pkgs []*apiPackage, header
 	if err != nil {
 		return err
 	}
-	links := map[string]string{modPath: src}
-	for m, d := range dirs {
-		if strings.HasPrefix(m+"/", modPath+"/") || strings.HasPrefix(modPath+"/", m+"/") {
-			return fmt.Errorf("module %s overlaps %s, whose .proto files it needs: not supported", modPath, m)
-		}
-		links[m] = d
-	}
-	for imp, target := range links {
-		l := filepath.Join(tree, filepath.FromSlash(imp))
-		if err := os.MkdirAll(filepath.Dir(l), 0o755); err != nil {
-			return err
-		}
-		if err := os.Symlink(target, l); err != nil {
-			return err
-		}
+	if err := linkImportTree(tree, modPath, src, dirs); err != nil {
+		return err
 	}
 
 	if err := helperBin(ctx, bin); err != nil {

@@ -120,6 +120,15 @@ func importTree(ctx context.Context, dir, modPath, modDir string) error {
 	if err != nil {
 		return err
 	}
+	return linkImportTree(dir, modPath, modDir, dirs)
+}
+
+// linkImportTree makes tree a directory of .proto import paths: a symlink
+// tree/<module path> to each module's directory, the current module
+// (modPath at modDir) and the modules in dirs (module path -> directory)
+// whose .proto files it imports. It refuses a module nested in or around
+// modPath, whose links would overlap.
+func linkImportTree(tree, modPath, modDir string, dirs map[string]string) error {
 	links := map[string]string{modPath: modDir}
 	for m, d := range dirs {
 		if m == modPath {
@@ -131,7 +140,7 @@ func importTree(ctx context.Context, dir, modPath, modDir string) error {
 		links[m] = d
 	}
 	for imp, target := range links {
-		l := filepath.Join(dir, filepath.FromSlash(imp))
+		l := filepath.Join(tree, filepath.FromSlash(imp))
 		if err := os.MkdirAll(filepath.Dir(l), 0o755); err != nil {
 			return err
 		}
