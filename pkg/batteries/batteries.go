@@ -19,13 +19,16 @@ type Options struct {
 }
 
 // Resources returns the declarations of every battery, in a stable order:
-// configmaps and secrets (v1), leases (coordination.k8s.io/v1), events
-// (v1) and events (events.k8s.io/v1). Pass them, with the user's own
-// resources, to registry.Open or server.New.
+// namespaces, configmaps and secrets (v1), leases (coordination.k8s.io/v1),
+// events (v1) and events (events.k8s.io/v1). Pass them, with the user's own
+// resources, to registry.Open or server.New. Namespaces turn on the
+// namespace lifecycle (registry.NamespaceKind): namespaced objects can then
+// only be created in namespaces that exist; leave Namespaces out to keep
+// any namespace name valid.
 func Resources(opts Options) []resource.Resource {
 	ttl := opts.EventTTL
 	if ttl <= 0 {
 		ttl = DefaultEventTTL
 	}
-	return []resource.Resource{ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}
+	return []resource.Resource{Namespaces, ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}
 }

@@ -53,9 +53,9 @@ func wantInvalid(t *testing.T, err error, field string) {
 }
 
 func TestValidation(t *testing.T) {
-	_, cs := start(t, time.Hour)
+	srv, cs := start(t, time.Hour)
 	ctx := t.Context()
-	ns := customapitest.Namespace(t)
+	ns := srv.Namespace(t)
 	om := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
 	big := strings.Repeat("x", corev1.MaxSecretSize/2+1)
 	now := metav1.NewMicroTime(time.Now())
@@ -121,9 +121,9 @@ func TestValidation(t *testing.T) {
 }
 
 func TestImmutableAndSecretDefaults(t *testing.T) {
-	_, cs := start(t, time.Hour)
+	srv, cs := start(t, time.Hour)
 	ctx := t.Context()
-	ns := customapitest.Namespace(t)
+	ns := srv.Namespace(t)
 	cms := cs.CoreV1().ConfigMaps(ns)
 	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "frozen"}, Data: map[string]string{"a": "1"}, Immutable: ptr.To(true)}, metav1.CreateOptions{})
 	if err != nil {
@@ -161,9 +161,9 @@ func TestImmutableAndSecretDefaults(t *testing.T) {
 // TestLeaseConflict: of two updates based on one resourceVersion, the
 // second is a 409 Conflict (case L1's last clause).
 func TestLeaseConflict(t *testing.T) {
-	_, cs := start(t, time.Hour)
+	srv, cs := start(t, time.Hour)
 	ctx := t.Context()
-	leases := cs.CoordinationV1().Leases(customapitest.Namespace(t))
+	leases := cs.CoordinationV1().Leases(srv.Namespace(t))
 	l, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "leader"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a"), LeaseDurationSeconds: ptr.To[int32](15)}}, metav1.CreateOptions{})
 	if err != nil {
@@ -190,7 +190,7 @@ func TestEventTTL(t *testing.T) {
 	const ttl = 90 * time.Second
 	srv, cs := start(t, ttl)
 	ctx := t.Context()
-	ns := customapitest.Namespace(t)
+	ns := srv.Namespace(t)
 	etcdClient, err := srv.Registry().EtcdConfig().NewClient(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func TestLibraryServesOnlyWhatItIsGiven(t *testing.T) {
 func TestInProcessDoor(t *testing.T) {
 	srv, cs := start(t, time.Hour)
 	ctx := t.Context()
-	ns := customapitest.Namespace(t)
+	ns := srv.Namespace(t)
 	cms, err := client.For[*corev1.ConfigMap, *corev1.ConfigMapList](srv.Registry(), batteries.ConfigMaps)
 	if err != nil {
 		t.Fatal(err)

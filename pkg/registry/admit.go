@@ -41,3 +41,23 @@ func (r *mainREST) admitUpdate(updateValidation rest.ValidateObjectUpdateFunc) r
 		return r.admit(ctx, obj, old)
 	}
 }
+
+// lifecycleOnCreate returns createValidation preceded by the namespace
+// lifecycle check, for updates that create (an apply of a new object):
+// Create checks the namespace before anything else, as kube-apiserver's
+// NamespaceLifecycle admission does, but an update only creates once it
+// found no object.
+func (r *mainREST) lifecycleOnCreate(createValidation rest.ValidateObjectFunc) rest.ValidateObjectFunc {
+	if r.lifecycle == nil {
+		return createValidation
+	}
+	return func(ctx context.Context, obj runtime.Object) error {
+		if err := r.lifecycle.checkCreate(ctx, r.DefaultQualifiedResource, nameOf(obj)); err != nil {
+			return err
+		}
+		if createValidation != nil {
+			return createValidation(ctx, obj)
+		}
+		return nil
+	}
+}

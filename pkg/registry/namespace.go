@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,9 @@ func checkNamespace(ctx context.Context) error {
 // namespace check.
 func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if err := checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.lifecycle.checkCreate(ctx, r.DefaultQualifiedResource, nameOf(obj)); err != nil {
 		return nil, err
 	}
 	return r.Store.Create(ctx, obj, r.admitCreate(createValidation), options)
@@ -70,6 +74,9 @@ func (r *mainREST) Delete(ctx context.Context, name string, deleteValidation res
 	if err := checkNamespace(ctx); err != nil {
 		return nil, false, err
 	}
+	if r.namespaces {
+		return r.deleteNamespace(ctx, name, deleteValidation, options)
+	}
 	return r.Store.Delete(ctx, name, deleteValidation, options)
 }
 
@@ -79,7 +86,19 @@ func (r *mainREST) DeleteCollection(ctx context.Context, deleteValidation rest.V
 	if err := checkNamespace(ctx); err != nil {
 		return nil, err
 	}
+	if r.namespaces {
+		return r.deleteNamespaces(ctx, deleteValidation, options, listOptions)
+	}
 	return r.Store.DeleteCollection(ctx, deleteValidation, options, listOptions)
 }
 
 var _ rest.StandardStorage = &mainREST{}
+
+// nameOf returns obj's metadata.name ("" when obj has no metadata or only
+// a generateName), for errors.
+func nameOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
+	}
+	return ""
+}

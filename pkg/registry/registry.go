@@ -66,6 +66,11 @@ type Registry struct {
 	etcdCheck func() error
 	stop      chan struct{} // closed by Close: ends the etcd check
 
+	// stopControllers ends the namespace controller; controllers is done
+	// when it has returned. Both are set once Open succeeds.
+	stopControllers context.CancelFunc
+	controllers     sync.WaitGroup
+
 	closeOnce sync.Once
 }
 
@@ -167,7 +172,37 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if err := r.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.startNamespaces(ctx); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// startNamespaces turns on the namespace lifecycle (see NamespaceKind) when
+// the registry serves namespaces: every store enforces it, the default
+// namespaces are created, and the namespace controller runs until Close.
+func (r *Registry) startNamespaces(ctx context.Context) error {
+	var nsStore *Store
+	for _, st := range r.stores {
+		if isNamespaces(st.res) {
+			nsStore = st
+		}
+	}
+	if nsStore == nil {
+		return nil
+	}
+	lc := newLifecycle(nsStore)
+	for _, st := range r.stores {
+		st.lifecycle = lc
+	}
+	if err := lc.bootstrap(ctx); err != nil {
+		return err
+	}
+	ctrlCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.stopControllers = cancel
+	c := newNamespaceController(r, nsStore)
+	r.controllers.Go(func() { c.run(ctrlCtx) })
+	return nil
 }
 
 // openStores creates one store per resource. Creating a store connects to
@@ -268,6 +303,10 @@ func (r *Registry) Ready() error {
 // call more than once; it returns nil.
 func (r *Registry) Close() error {
 	r.closeOnce.Do(func() {
+		if r.stopControllers != nil {
+			r.stopControllers()
+		}
+		r.controllers.Wait()
 		for _, st := range r.stores {
 			st.destroy()
 		}

@@ -18,6 +18,9 @@ func (s *Store) RESTStorage() map[string]rest.Storage {
 	if st := s.statusREST(); st != nil {
 		out[s.res.Plural+"/status"] = st
 	}
+	if s.finalize != nil {
+		out[s.res.Plural+"/finalize"] = &finalizeREST{store: s.finalize}
+	}
 	return out
 }
 
@@ -37,7 +40,8 @@ func (s *Store) StatusREST() rest.Updater {
 }
 
 func (s *Store) mainREST() *mainREST {
-	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit}
+	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit,
+		lifecycle: s.lifecycle, namespaces: isNamespaces(s.res)}
 }
 
 func (s *Store) statusREST() *statusREST {
@@ -54,6 +58,8 @@ type mainREST struct {
 	shortNames []string
 	categories []string
 	admit      func(ctx context.Context, obj, old runtime.Object) error // resource.Resource.Admit
+	lifecycle  *lifecycle                                              // nil unless the registry serves namespaces
+	namespaces bool                                                    // this is the namespaces resource
 }
 
 // ShortNames implements rest.ShortNamesProvider.

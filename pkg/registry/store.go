@@ -28,6 +28,13 @@ type Store struct {
 	// the resource has none. It shares main's storage.
 	status *genericregistry.Store
 
+	// finalize serves namespaces/finalize (spec.finalizers only); nil for
+	// every other resource. It shares main's storage.
+	finalize *genericregistry.Store
+	// lifecycle enforces namespaces on creates; nil when the registry does
+	// not serve namespaces. Set by Open once every store exists.
+	lifecycle *lifecycle
+
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
 	writes *writeLayer
@@ -75,6 +82,9 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 		// event store does with --event-ttl.
 		main.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return ttl, nil }
 	}
+	if isNamespaces(res) {
+		main.ShouldDeleteDuringUpdate = shouldDeleteNamespaceDuringUpdate
+	}
 	if err := main.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
 		return nil, fmt.Errorf("registry: %s: %w", res.GroupResource(), err)
 	}
@@ -87,6 +97,15 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 		status.CreateStrategy = nil
 		status.DeleteStrategy = nil
 		out.status = &status
+	}
+	if isNamespaces(res) {
+		finalize := *main
+		fs := finalizeStrategy{s}
+		finalize.UpdateStrategy = fs
+		finalize.ResetFieldsStrategy = fs
+		finalize.CreateStrategy = nil
+		finalize.DeleteStrategy = nil
+		out.finalize = &finalize
 	}
 	w, err := newWriteLayer(scheme, tc, out)
 	if err != nil {

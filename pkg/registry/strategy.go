@@ -50,6 +50,9 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	if s.res.Default != nil {
 		s.res.Default(obj)
 	}
+	if isNamespaces(s.res) {
+		prepareNamespaceForCreate(obj)
+	}
 }
 
 // PrepareForUpdate keeps the stored status when there is a status
@@ -61,6 +64,9 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	if s.res.StatusSubresource {
 		copyStatus(obj, old)
+	}
+	if isNamespaces(s.res) {
+		prepareNamespaceForUpdate(obj, old)
 	}
 	if s.res.Default != nil {
 		s.res.Default(obj)

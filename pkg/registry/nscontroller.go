@@ -1,0 +1,367 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// NamespaceControllerManager is the field manager of the writes of the
+// namespace controller and of the default namespaces.
+const NamespaceControllerManager = "customapi-namespace-controller"
+
+// Retry bounds of a namespace whose content is not gone yet (objects held
+// by finalizers): the controller looks again after namespaceRetryMin,
+// doubling up to namespaceRetryMax, so a namespace goes within about
+// namespaceRetryMax of its last finalizer being removed.
+const (
+	namespaceRetryMin = 50 * time.Millisecond
+	namespaceRetryMax = 2 * time.Second
+)
+
+// errContentRemaining makes the controller look at a namespace again
+// later.
+var errContentRemaining = errors.New("content remains")
+
+// namespaceController deletes the content of deleted namespaces, as
+// kube-controller-manager's namespace controller: for each namespace with
+// a deletionTimestamp and the finalizer "kubernetes", it deletes every
+// namespaced object of every store in it (a delete collection, which
+// marks objects with finalizers and removes the others), records what
+// remains in the namespace's conditions, and once nothing remains removes
+// the finalizer through /finalize, which deletes the namespace. Every
+// registry runs one; several on one etcd (replicas) are safe, their writes
+// are guarded by resourceVersions.
+type namespaceController struct {
+	reg   *Registry
+	ns    *Store
+	queue workqueue.TypedRateLimitingInterface[string]
+}
+
+func newNamespaceController(reg *Registry, ns *Store) *namespaceController {
+	return &namespaceController{
+		reg: reg,
+		ns:  ns,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](namespaceRetryMin, namespaceRetryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customapi-namespaces"}),
+	}
+}
+
+// run works until ctx ends.
+func (c *namespaceController) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.watch(ctx) })
+	wg.Go(func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	})
+	for c.next(ctx) {
+	}
+}
+
+// next syncs one namespace; false once the queue is shut down.
+func (c *namespaceController) next(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	err := c.sync(ctx, name)
+	switch {
+	case err == nil:
+		c.queue.Forget(name)
+	case ctx.Err() != nil:
+	default:
+		if !errors.Is(err, errContentRemaining) && !apierrors.IsConflict(err) {
+			klog.FromContext(ctx).Error(err, "Deleting the content of a namespace failed; retrying", "namespace", name)
+		}
+		c.queue.AddRateLimited(name)
+	}
+	return true
+}
+
+// watch queues every namespace with a deletionTimestamp: those listed,
+// then those the watch reports, listing again when the watch ends.
+func (c *namespaceController) watch(ctx context.Context) {
+	ctx = clusterContext(ctx)
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
+	for ctx.Err() == nil {
+		if err := c.listAndWatch(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).V(2).Info("Namespace watch ended; listing again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+func (c *namespaceController) listAndWatch(ctx context.Context) error {
+	list, err := c.ns.main.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, obj := range items {
+		c.enqueue(obj)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return err
+	}
+	w, err := c.ns.main.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: lm.GetResourceVersion(), Watch: true})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch closed")
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				c.enqueue(ev.Object)
+			case watch.Error:
+				return apierrors.FromObject(ev.Object)
+			}
+		}
+	}
+}
+
+func (c *namespaceController) enqueue(obj runtime.Object) {
+	// The watch cache sends its events' objects wrapped.
+	if co, ok := obj.(runtime.CacheableObject); ok {
+		obj = co.GetObject()
+	}
+	if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
+		c.queue.Add(ns.Name)
+	}
+}
+
+// sync is one pass over the namespace name (kube's namespace deleter):
+// nothing unless it is deleted and still has the finalizer "kubernetes".
+func (c *namespaceController) sync(ctx context.Context, name string) error {
+	ctx = clusterContext(ctx)
+	obj, err := c.ns.main.Get(ctx, name, &metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ns := obj.(*corev1.Namespace)
+	if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+		return nil
+	}
+	if ns.Status.Phase != corev1.NamespaceTerminating {
+		ns = ns.DeepCopy()
+		ns.Status.Phase = corev1.NamespaceTerminating
+		if ns, err = c.updateStatus(ctx, ns); err != nil {
+			return err
+		}
+	}
+	remaining, deleteErrs := c.deleteContent(ctx, name)
+	next := ns.DeepCopy()
+	setNamespaceConditions(&next.Status, remaining, deleteErrs)
+	if !apiequalConditions(next.Status.Conditions, ns.Status.Conditions) {
+		if _, err := c.updateStatus(ctx, next); err != nil {
+			return err
+		}
+	}
+	if len(deleteErrs) > 0 {
+		return errors.Join(deleteErrs...)
+	}
+	if len(remaining.byResource) > 0 {
+		return errContentRemaining
+	}
+	return c.finalize(ctx, name)
+}
+
+func (c *namespaceController) updateStatus(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
+	out, err := c.ns.Update(ctx, Caller{DefaultManager: NamespaceControllerManager}, ns, metav1.UpdateOptions{}, "status")
+	if err != nil {
+		return nil, err
+	}
+	return out.(*corev1.Namespace), nil
+}
+
+// finalize removes "kubernetes" from spec.finalizers of the stored
+// namespace (reading it again, retrying on conflicts).
+func (c *namespaceController) finalize(ctx context.Context, name string) error {
+	return retryOnConflict(ctx, func() error {
+		obj, err := c.ns.main.Get(ctx, name, &metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ns := obj.(*corev1.Namespace).DeepCopy()
+		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
+		_, err = c.ns.Update(ctx, Caller{DefaultManager: NamespaceControllerManager}, ns, metav1.UpdateOptions{}, "finalize")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// retryOnConflict calls fn until it returns anything but a Conflict, at
+// most five times.
+func retryOnConflict(ctx context.Context, fn func() error) error {
+	var err error
+	for range 5 {
+		if err = fn(); !apierrors.IsConflict(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// remainingContent counts what is left in a namespace after a pass.
+type remainingContent struct {
+	byResource  map[string]int // "customs.test" -> objects left
+	byFinalizer map[string]int // finalizer -> objects holding it
+}
+
+// deleteContent deletes the objects of every namespaced store in
+// namespace ns, returning what remains and the errors per resource.
+func (c *namespaceController) deleteContent(ctx context.Context, ns string) (remainingContent, []error) {
+	left := remainingContent{byResource: map[string]int{}, byFinalizer: map[string]int{}}
+	var errs []error
+	nsCtx := genericapirequest.WithNamespace(ctx, ns)
+	for _, st := range c.reg.stores {
+		if st.res.ClusterScoped {
+			continue
+		}
+		gr := st.res.GroupResource()
+		label := gr.Resource + "." + gr.Group
+		rs := st.mainREST()
+		if _, err := rs.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+			continue
+		}
+		list, err := rs.List(nsCtx, &metainternalversion.ListOptions{})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+			continue
+		}
+		err = meta.EachListItem(list, func(obj runtime.Object) error {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return err
+			}
+			left.byResource[label]++
+			for _, f := range m.GetFinalizers() {
+				left.byFinalizer[f]++
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+		}
+	}
+	return left, errs
+}
+
+// namespaceConditionTypes are the conditions the controller maintains, in
+// kube's order, with their reason and message when all is well.
+var namespaceConditionTypes = []struct {
+	typ             corev1.NamespaceConditionType
+	okReason, okMsg string
+}{
+	{corev1.NamespaceDeletionDiscoveryFailure, "ResourcesDiscovered", "All resources successfully discovered"},
+	{corev1.NamespaceDeletionGVParsingFailure, "ParsedGroupVersions", "All legacy kube types successfully parsed"},
+	{corev1.NamespaceDeletionContentFailure, "ContentDeleted", "All content successfully deleted, may be waiting on finalization"},
+	{corev1.NamespaceContentRemaining, "ContentRemoved", "All content successfully removed"},
+	{corev1.NamespaceFinalizersRemaining, "ContentHasNoFinalizers", "All content-preserving finalizers finished"},
+}
+
+// setNamespaceConditions sets the five deletion conditions of status as
+// kube's namespace controller words them, for example
+// NamespaceContentRemaining True, SomeResourcesRemain, "Some resources are
+// remaining: customs.test has 1 resource instances". A condition's
+// lastTransitionTime changes only when its status does.
+func setNamespaceConditions(status *corev1.NamespaceStatus, left remainingContent, deleteErrs []error) {
+	failing := map[corev1.NamespaceConditionType][2]string{}
+	if len(deleteErrs) > 0 {
+		msgs := make([]string, len(deleteErrs))
+		for i, err := range deleteErrs {
+			msgs[i] = err.Error()
+		}
+		failing[corev1.NamespaceDeletionContentFailure] = [2]string{"ContentDeletionFailed",
+			fmt.Sprintf("Failed to delete all resource types, %d remaining: %v", len(deleteErrs), strings.Join(msgs, ", "))}
+	}
+	if len(left.byResource) > 0 {
+		failing[corev1.NamespaceContentRemaining] = [2]string{"SomeResourcesRemain",
+			"Some resources are remaining: " + joinCounts(left.byResource, "%s has %d resource instances")}
+	}
+	if len(left.byFinalizer) > 0 {
+		failing[corev1.NamespaceFinalizersRemaining] = [2]string{"SomeFinalizersRemain",
+			"Some content in the namespace has finalizers remaining: " + joinCounts(left.byFinalizer, "%s in %d resource instances")}
+	}
+	now := metav1.Now()
+	for _, ct := range namespaceConditionTypes {
+		want := corev1.NamespaceCondition{Type: ct.typ, Status: corev1.ConditionFalse, Reason: ct.okReason, Message: ct.okMsg}
+		if f, ok := failing[ct.typ]; ok {
+			want.Status, want.Reason, want.Message = corev1.ConditionTrue, f[0], f[1]
+		}
+		i := slices.IndexFunc(status.Conditions, func(c corev1.NamespaceCondition) bool { return c.Type == ct.typ })
+		if i < 0 {
+			want.LastTransitionTime = now
+			status.Conditions = append(status.Conditions, want)
+			continue
+		}
+		old := &status.Conditions[i]
+		if old.Status != want.Status {
+			old.LastTransitionTime = now
+		}
+		old.Status, old.Reason, old.Message = want.Status, want.Reason, want.Message
+	}
+}
+
+// joinCounts formats counts sorted by key, joined by ", ".
+func joinCounts(counts map[string]int, format string) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf(format, k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// apiequalConditions compares conditions by type, status, reason and
+// message (not times).
+func apiequalConditions(a, b []corev1.NamespaceCondition) bool {
+	return slices.EqualFunc(a, b, func(x, y corev1.NamespaceCondition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
+	})
+}
