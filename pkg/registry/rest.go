@@ -58,8 +58,8 @@ type mainREST struct {
 	shortNames []string
 	categories []string
 	admit      func(ctx context.Context, obj, old runtime.Object) error // resource.Resource.Admit
-	lifecycle  *lifecycle                                              // nil unless the registry serves namespaces
-	namespaces bool                                                    // this is the namespaces resource
+	lifecycle  *lifecycle                                               // nil unless the registry serves namespaces
+	namespaces bool                                                     // this is the namespaces resource
 }
 
 // ShortNames implements rest.ShortNamesProvider.
