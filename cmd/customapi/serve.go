@@ -98,7 +98,7 @@ second signal kills it at once.`,
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Built-in resources to serve: customs (test/v1, kind Custom) and samples (bench.customapi.io/v1, kind Sample, the resource of customapi bench).")
-	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
+	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: namespaces (with their lifecycle: objects only in existing namespaces; default, kube-system, kube-public), configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
 	cmd.Flags().DurationVar(&eventTTL, "event-ttl", eventTTL, "How long events are kept after their last write (kube-apiserver's --event-ttl); rounded up to whole seconds.")
 	return cmd
 }

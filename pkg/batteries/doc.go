@@ -1,5 +1,5 @@
 // Package batteries declares the Kubernetes built-in resources customapi
-// serves besides users' own: config maps and secrets (core v1), leases
+// serves besides users' own: namespaces, config maps and secrets (core v1), leases
 // (coordination.k8s.io/v1) and events (core v1 and events.k8s.io/v1), so
 // that controllers written for Kubernetes (leader election, event
 // recording, configuration) run unmodified.
@@ -10,6 +10,8 @@
 // explain, server-side apply and strategic merge patch behave as on a
 // cluster. Validation follows kube-apiserver's rules for each type, written
 // here (k8s.io/kubernetes is not imported).
+//
+// Namespaces turn on the registry's namespace lifecycle (registry.NamespaceKind).
 //
 // `customapi serve` serves Resources(Options{}) next to --resources unless
 // --batteries=false; the library (registry.Open, server.New) serves only

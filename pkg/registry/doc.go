@@ -18,7 +18,11 @@
 //   - finalizers and deletionTimestamp work as in Kubernetes: delete marks an
 //     object with finalizers, removing the last finalizer deletes it;
 //   - labels, annotations and finalizers are validated as ObjectMeta is in
-//     Kubernetes.
+//     Kubernetes;
+//   - when the resources include core v1 namespaces (NamespaceKind), namespaced
+//     objects can only be created in existing, non-terminating namespaces, and
+//     a namespace controller deletes the content of deleted namespaces, as
+//     kube-apiserver and kube-controller-manager do.
 //
 // Open builds a Registry: the scheme of the declared resources, one Store per
 // resource (the main store and, with a status subresource, the status
