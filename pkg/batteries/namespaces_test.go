@@ -202,7 +202,12 @@ func TestMissingNamespace(t *testing.T) {
 func TestNamespaceDeletion(t *testing.T) {
 	srv, cs := start(t, time.Hour)
 	ctx := t.Context()
-	ns := srv.Namespace(t)
+	// Created by name over HTTP: the create handler puts the name in the
+	// request's namespace, which must not be looked up.
+	ns := customapitest.Namespace(t)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	dyn := srv.Dynamic.Resource(customsGVR).Namespace(ns)
 	ds := doors(t, srv, cs)
 	if err := ds[0].custom(ctx, ns, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}, Spec: testv1.CustomSpec{Message: "x"}}); err != nil {
