@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -108,14 +109,30 @@ func setMessage(t *testing.T, c client.Client, obj *testv1.Custom, msg string) {
 
 // TestManagerLeaderElectionReconcilesAndRecordsEvents runs a manager as a
 // kubebuilder main.go does (leader election on a Lease, a reconciler for
-// test/v1 Custom): it acquires the Lease (holderIdentity is its hostname_uuid
-// id, announced by a core v1 "became leader" event on the Lease), reconciles
-// a custom (status patched through the status subresource), and its events
-// arrive through both event APIs, core v1 (GetEventRecorderFor) and
-// events.k8s.io/v1 (GetEventRecorder), each regarding the custom.
+// test/v1 Custom), as the admin and as a user holding only the RBAC a
+// kubebuilder project generates: it acquires the Lease (holderIdentity is its
+// hostname_uuid id, announced by a core v1 "became leader" event on the
+// Lease), reconciles a custom (status patched through the status
+// subresource), and its events arrive through both event APIs, core v1
+// (GetEventRecorderFor) and events.k8s.io/v1 (GetEventRecorder), each
+// regarding the custom.
 func TestManagerLeaderElectionReconcilesAndRecordsEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config func(t *testing.T) *rest.Config
+	}{
+		{"admin", func(*testing.T) *rest.Config { return srv.Config }},
+		{"user with kubebuilder's RBAC", controllerConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkManager(t, tc.config(t)) })
+	}
+}
+
+// checkManager is TestManagerLeaderElectionReconcilesAndRecordsEvents for a
+// manager with cfg.
+func checkManager(t *testing.T, cfg *rest.Config) {
 	test := uniqueName(t, "le")
-	mgr, err := manager.New(srv.Config, leaderElectionOptions(test))
+	mgr, err := manager.New(cfg, leaderElectionOptions(test))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -47,10 +46,12 @@ import (
 const namespace = "default"
 
 // Bearer tokens of the token file TestMain gives the server: the scraper is
-// bound to get /metrics by TestSecureMetrics, the stranger to nothing.
+// bound to get /metrics by TestSecureMetrics, the controller to a kubebuilder
+// project's roles by controllerConfig, the stranger to nothing.
 const (
-	scraperToken  = "scraper-token"
-	strangerToken = "stranger-token"
+	scraperToken    = "scraper-token"
+	controllerToken = "controller-token"
+	strangerToken   = "stranger-token"
 )
 
 // testLabel marks the customs of one test: each test's controller only
@@ -72,7 +73,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	flag.Parse() // for testing.Verbose
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(testv1.AddToScheme(scheme))
+	utilruntime.Must(testv1.Install(scheme))
 	log.SetLogger(testLogger())
 
 	dir, err := os.MkdirTemp("", "controllers-test-")
@@ -82,7 +83,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(scraperToken+",scraper,scraper-uid\n"+strangerToken+",stranger,stranger-uid\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(scraperToken+",scraper,scraper-uid\n"+controllerToken+",controller,controller-uid\n"+strangerToken+",stranger,stranger-uid\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -189,7 +190,8 @@ func newReconciler(t *testing.T, mgr manager.Manager, name, test string) *custom
 	r := &customReconciler{
 		client: mgr.GetClient(),
 		name:   name,
-		core:   mgr.GetEventRecorderFor(name), //nolint:staticcheck // the core v1 recorder is what is tested
+		//lint:ignore SA1019 the core v1 recorder, still what most controllers use, is what is tested
+		core:   mgr.GetEventRecorderFor(name),
 		events: mgr.GetEventRecorder(name),
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
