@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,7 +74,7 @@ func run(m *testing.M) int {
 	flag.Parse() // for testing.Verbose
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(testv1.Install(scheme))
-	log.SetLogger(testLogger())
+	setLogger()
 
 	dir, err := os.MkdirTemp("", "controllers-test-")
 	if err != nil {
@@ -108,17 +108,18 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// testLogger is where controller-runtime logs: stderr with -v (set
+// setLogger sends controller-runtime's logs to stderr with -v (set
 // CONTROLLERS_TEST_LOG=debug for its debug lines), nowhere otherwise.
-func testLogger() logr.Logger {
+func setLogger() {
 	if !testing.Verbose() {
-		return logr.Discard()
+		log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+		return
 	}
 	level := zapcore.InfoLevel
 	if os.Getenv("CONTROLLERS_TEST_LOG") == "debug" {
 		level = zapcore.DebugLevel
 	}
-	return zap.New(zap.WriteTo(os.Stderr), zap.Level(level))
+	log.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(level)))
 }
 
 // uniqueName returns prefix and a name of the test's own (the random suffix
