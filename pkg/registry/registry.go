@@ -44,6 +44,11 @@ type Config struct {
 	// CompactionInterval is how often old revisions are compacted; 0 means
 	// storage.DefaultCompactionInterval, negative disables compaction.
 	CompactionInterval time.Duration
+	// AddToScheme are more types for the registry's scheme that no store
+	// keeps, such as the review APIs a server serves; each is called once
+	// on the scheme before any store is built (Scheme must not change once
+	// Open has returned: stores and the namespace controller read it).
+	AddToScheme []func(*runtime.Scheme) error
 	// WriteTimeout and ReadTimeout bound each etcd write and read; 0 means
 	// storage.DefaultWriteTimeout / DefaultReadTimeout (8 s), negative no
 	// bound. See storage.Config.
@@ -103,6 +108,11 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	scheme, err := resource.NewScheme(resources...)
 	if err != nil {
 		return nil, err
+	}
+	for _, add := range cfg.AddToScheme {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("registry: scheme: %w", err)
+		}
 	}
 	r := &Registry{
 		scheme:    scheme,

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
@@ -109,16 +110,14 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		}
 	}()
 	s.rbac, resources = newRBAC(o, resources)
-	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
+	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache,
+		AddToScheme: []func(*runtime.Scheme) error{review.AddToScheme}}
 	if len(o.EtcdServers) == 0 {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
 	} else {
 		rc.Etcd = o.etcdClientConfig()
 	}
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	if err := review.AddToScheme(s.registry.Scheme()); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	if s.rbac != nil {
