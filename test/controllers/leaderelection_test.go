@@ -210,9 +210,13 @@ func checkManager(t *testing.T, cfg *rest.Config) {
 // stopping the leader (ReleaseOnCancel) hands the Lease to the other, which
 // then reconciles, within the lease duration plus a margin.
 func TestLeaderElectionHandsOver(t *testing.T) {
+	// The leader renews every retryPeriod and gives up after renewDeadline
+	// without a renewal: generous, so a loaded CI machine does not make it
+	// lose the Lease before it is stopped. With ReleaseOnCancel the hand-over
+	// takes about one retryPeriod, not the lease duration.
 	const (
-		leaseDuration = 4 * time.Second
-		renewDeadline = 3 * time.Second
+		leaseDuration = 10 * time.Second
+		renewDeadline = 8 * time.Second
 		retryPeriod   = 500 * time.Millisecond
 		margin        = 10 * time.Second
 	)
