@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"sync"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -174,6 +175,10 @@ func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructu
 // namespace.
 func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.Updater, mech mechanism, apply bool, opts metav1.PatchOptions) (runtime.Object, error) {
 	ctx = genericapirequest.WithNamespace(ctx, c.Namespace)
+	// mech runs again when the update retries on a conflict with a newer
+	// object; each warning reaches the caller once, as the HTTP server's
+	// warning recorder de-duplicates them per request.
+	ctx = warning.WithWarningRecorder(ctx, &onceRecorder{ctx: ctx, seen: map[string]bool{}})
 	transform := func(ctx context.Context, _, cur runtime.Object) (runtime.Object, error) {
 		curMeta, err := meta.Accessor(cur)
 		if err != nil {
@@ -377,4 +382,23 @@ func fieldValidation(directive string) string {
 		return metav1.FieldValidationWarn
 	}
 	return directive
+}
+
+// onceRecorder passes each distinct warning text on to the recorder of ctx
+// once.
+type onceRecorder struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// AddWarning implements warning.Recorder.
+func (r *onceRecorder) AddWarning(agent, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[text] {
+		return
+	}
+	r.seen[text] = true
+	warning.AddWarning(r.ctx, agent, text)
 }
