@@ -300,3 +300,19 @@ func hasCondition(ns *corev1.Namespace, typ corev1.NamespaceConditionType, reaso
 func poll(ctx context.Context, cond func() (bool, error)) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond() })
 }
+
+// TestCreateNamedNamespaceOverHTTP: POST /api/v1/namespaces of a namespace
+// with a name creates it. k8s.io/apiserver's create handler makes the
+// request namespace the new namespace's name, so the lifecycle check must
+// not look for it (kubectl create namespace x was 404 `namespaces "x" not
+// found`).
+func TestCreateNamedNamespaceOverHTTP(t *testing.T) {
+	_, cs := start(t, time.Hour)
+	ns, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "named"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace named: %v", err)
+	}
+	if ns.Name != "named" || ns.Namespace != "" || ns.Status.Phase != corev1.NamespaceActive {
+		t.Errorf("created %q (namespace %q), phase %q; want named, cluster-scoped, Active", ns.Name, ns.Namespace, ns.Status.Phase)
+	}
+}

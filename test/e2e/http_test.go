@@ -160,14 +160,14 @@ func TestUnauthorized(t *testing.T) {
 	// asked for the client to provide credentials", and a 401 on the list
 	// request itself "Unauthorized".
 	t.Run("kubectl --token=wrong", func(t *testing.T) {
-		k := newKubectl(t, srv.KubeconfigPath, sharedNamespace("unauthorized"))
+		k := newKubectl(t, srv.KubeconfigPath, sharedNamespace(t, "unauthorized"))
 		res := k.run(t, "get", "customs", "--token=wrong")
 		if res.Code != 1 || !strings.Contains(res.Stderr, "error: You must be logged in to the server (the server has asked for the client to provide credentials)") {
 			t.Errorf("want exit code 1 and You must be logged in\n%s", res)
 		}
 	})
 	t.Run("kubectl --token=wrong, discovery cached", func(t *testing.T) {
-		k := newKubectl(t, srv.KubeconfigPath, sharedNamespace("unauthorized"))
+		k := newKubectl(t, srv.KubeconfigPath, sharedNamespace(t, "unauthorized"))
 		k.mustRun(t, "get", "customs") // fills the discovery cache
 		res := k.run(t, "get", "customs", "--token=wrong")
 		if res.Code != 1 || !strings.Contains(res.Stderr, "error: You must be logged in to the server (Unauthorized)") {
@@ -182,7 +182,7 @@ func TestUnauthorized(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	kubectlPath(t)
 	srv := sharedServer(t)
-	ns := sharedNamespace("limits")
+	ns := sharedNamespace(t, "limits")
 	k := newKubectl(t, srv.KubeconfigPath, ns)
 	client := httpClientFor(t, restConfigFrom(t, srv.KubeconfigPath))
 	customs := srv.URL + "/apis/test/v1/namespaces/" + ns + "/customs"

@@ -198,6 +198,7 @@ func TestRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ensureNamespace(t, a.KubeconfigPath, "e2e-restart")
 	k := newKubectl(t, a.KubeconfigPath, "e2e-restart")
 	k.mustApply(t, manifests(customYAML("r1", 1, "one", "app=r"), customYAML("r2", 2, "two")))
 	k.mustRun(t, "patch", "customs", "r1", "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Ready"}}`)
@@ -274,6 +275,7 @@ func TestShutdownEndsWatch(t *testing.T) {
 	t.Parallel()
 	kubectlPath(t)
 	s := startServer(t, "")
+	ensureNamespace(t, s.KubeconfigPath, "e2e-inflight")
 	k := newKubectl(t, s.KubeconfigPath, "e2e-inflight")
 	k.mustApply(t, customYAML("i1", 1, ""))
 	w := k.start(t, "get", "customs", "--watch", "-o", "name")
@@ -319,6 +321,7 @@ func TestSharedEtcd(t *testing.T) {
 	a := startServer(t, "", etcdFlags...)
 	b := startServer(t, "", etcdFlags...)
 	const ns = "e2e-shared"
+	ensureNamespace(t, a.KubeconfigPath, ns) // once: both servers serve the same etcd
 	ka := newKubectl(t, a.KubeconfigPath, ns)
 	kb := newKubectl(t, b.KubeconfigPath, ns)
 

@@ -104,10 +104,20 @@ func sharedServer(t *testing.T) *serverProcess {
 // namespaceSeq numbers the namespaces of the shared server.
 var namespaceSeq atomic.Int64
 
-// sharedNamespace returns a namespace of the shared server no other test
-// (nor a repetition of the same test, with -count) uses: e2e-<name>-<n>.
-func sharedNamespace(name string) string {
+// sharedNamespaceName returns the name of a namespace of the shared server
+// no other test (nor a repetition of the same test, with -count) uses:
+// e2e-<name>-<n>. It does not create the namespace.
+func sharedNamespaceName(name string) string {
 	return fmt.Sprintf("e2e-%s-%d", name, namespaceSeq.Add(1))
+}
+
+// sharedNamespace is sharedNamespaceName, with the namespace created on
+// the shared server (by its admin), ready for objects.
+func sharedNamespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := sharedNamespaceName(name)
+	ensureNamespace(t, sharedServer(t).KubeconfigPath, ns)
+	return ns
 }
 
 // stopSharedServer stops the shared server, if it was started, and returns

@@ -35,8 +35,7 @@ func TestRBAC(t *testing.T) {
 	srv := startServer(t, "")
 	admin := newKubectl(t, srv.KubeconfigPath, "ns1")
 	alice := newKubectl(t, userKubeconfig(t, srv.DataDir, "alice", "dev"), "ns1")
-	// Namespaces may be enforced (then ns1 must exist) or not; either way this makes ns1 usable.
-	admin.run(t, "create", "namespace", "ns1")
+	ensureNamespace(t, srv.KubeconfigPath, "ns1")
 
 	forbidden := []string{`(?i)forbidden`}
 	for _, tc := range []struct {
