@@ -100,7 +100,7 @@ func clusterContext(ctx context.Context) context.Context {
 // (POST /api/v1/namespaces), and kube's NamespaceLifecycle admission skips
 // the Namespace kind for that reason.
 func (l *lifecycle) checkCreate(ctx context.Context, gr schema.GroupResource, name string) error {
-	if l == nil || gr == namespacesResource {
+	if l == nil {
 		return nil
 	}
 	nsName := genericapirequest.NamespaceValue(ctx)
