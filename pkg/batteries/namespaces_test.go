@@ -316,3 +316,20 @@ func TestCreateNamedNamespaceOverHTTP(t *testing.T) {
 		t.Errorf("created %q (namespace %q), phase %q; want named, cluster-scoped, Active", ns.Name, ns.Namespace, ns.Status.Phase)
 	}
 }
+
+// TestInvalidNamespaceName: a namespace named against the rules is 422
+// Invalid naming metadata.name, as kube-apiserver answers (the request
+// namespace of a namespace create is its own name, which must not be
+// refused as an invalid request namespace with a 400 first); a GET of such
+// a name is 404.
+func TestInvalidNamespaceName(t *testing.T) {
+	_, cs := start(t, time.Hour)
+	ctx := t.Context()
+	for _, name := range []string{"Bad_Name", "a.b", strings.Repeat("x", 64)} {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		wantInvalid(t, err, "metadata.name")
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get namespace %q: %v, want 404", name, err)
+		}
+	}
+}

@@ -33,10 +33,22 @@ func checkNamespace(ctx context.Context) error {
 	return nil
 }
 
+// checkNamespace is the package's checkNamespace, except for namespaces
+// themselves: a request for the namespace x carries x as its request
+// namespace (k8s.io/apiserver puts the new namespace's name there on
+// create), so an invalid name gets the strategy's 422 Invalid with a
+// field path, or 404, as kube-apiserver answers, rather than a 400.
+func (r *mainREST) checkNamespace(ctx context.Context) error {
+	if r.namespaces {
+		return nil
+	}
+	return checkNamespace(ctx)
+}
+
 // Create implements rest.Creater: the generic store's create after the
 // namespace check.
 func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.lifecycle.checkCreate(ctx, r.DefaultQualifiedResource, nameOf(obj)); err != nil {
@@ -47,7 +59,7 @@ func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidat
 
 // Get implements rest.Getter after the namespace check.
 func (r *mainREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
 	return r.Store.Get(ctx, name, options)
@@ -55,7 +67,7 @@ func (r *mainREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 
 // List implements rest.Lister after the namespace check.
 func (r *mainREST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
 	return r.Store.List(ctx, options)
@@ -63,7 +75,7 @@ func (r *mainREST) List(ctx context.Context, options *metainternalversion.ListOp
 
 // Watch implements rest.Watcher after the namespace check.
 func (r *mainREST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
 	return r.Store.Watch(ctx, options)
@@ -71,7 +83,7 @@ func (r *mainREST) Watch(ctx context.Context, options *metainternalversion.ListO
 
 // Delete implements rest.GracefulDeleter after the namespace check.
 func (r *mainREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, false, err
 	}
 	if r.namespaces {
@@ -83,7 +95,7 @@ func (r *mainREST) Delete(ctx context.Context, name string, deleteValidation res
 // DeleteCollection implements rest.CollectionDeleter after the namespace
 // check.
 func (r *mainREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
 	if r.namespaces {

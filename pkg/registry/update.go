@@ -51,7 +51,7 @@ func badRequestUnlessStatus(err error) error {
 // Update implements rest.Updater: the generic store's update with the
 // client's object computed through clientUpdate.
 func (r *mainREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	if err := checkNamespace(ctx); err != nil {
+	if err := r.checkNamespace(ctx); err != nil {
 		return nil, false, err
 	}
 	return r.Store.Update(ctx, name, clientUpdate{objInfo}, r.lifecycleOnCreate(r.admitCreate(createValidation)), r.admitUpdate(updateValidation), forceAllowCreate, options)
