@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/pkg/server"
@@ -8,26 +10,44 @@ import (
 
 func newKubeconfigCommand() *cobra.Command {
 	o := server.UserKubeconfigOptions{DataDir: server.NewOptions().DataDir}
+	output := ""
 	cmd := &cobra.Command{
-		Use:   "kubeconfig --user NAME [--group GROUP]... [--data-dir DIR]",
+		Use:   "kubeconfig --user NAME [--group GROUP]... [--data-dir DIR] [-o FILE]",
 		Short: "Print a kubeconfig for another user, with a client certificate from the data dir's CA",
 		Long: `Print a kubeconfig that authenticates as --user (with the groups of --group) to the server of
 --data-dir: a new key and a client certificate (CN=user, O=groups) signed by the data dir's CA,
 which the server trusts for client certificates. What the user may do is up to RBAC:
 
-  customapi kubeconfig --user alice --group dev > alice.kubeconfig
+  customapi kubeconfig --user alice --group dev -o alice.kubeconfig
   kubectl --kubeconfig customapi-data/admin.kubeconfig create role reader --verb=get,list --resource=customs
   kubectl --kubeconfig customapi-data/admin.kubeconfig create rolebinding alice-reads --role=reader --user=alice
   kubectl --kubeconfig alice.kubeconfig get customs
 
 The server URL is read from <data-dir>/admin.kubeconfig (written when the server runs) unless
---server is given. Nothing is recorded on the server: a certificate cannot be revoked before it
+--server is given (mint again, or pass --server, after a restart on another port). The kubeconfig
+holds the user's private key: -o writes it with mode 0600 (standard output is the default). Nothing is recorded on the server: a certificate cannot be revoked before it
 expires (--validity), only its user's bindings removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := server.UserKubeconfig(o)
 			if err != nil {
 				return err
+			}
+			if output != "" {
+				// Never wider than 0600, also for an existing file: it holds a private key.
+				f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+				if err != nil {
+					return err
+				}
+				if err := f.Chmod(0o600); err != nil {
+					_ = f.Close()
+					return err
+				}
+				if _, err := f.Write(data); err != nil {
+					_ = f.Close()
+					return err
+				}
+				return f.Close()
 			}
 			_, err = cmd.OutOrStdout().Write(data)
 			return err
@@ -38,6 +58,7 @@ expires (--validity), only its user's bindings removed.`,
 	fs.StringVar(&o.User, "user", "", "User name (the certificate's CommonName). Required.")
 	fs.StringSliceVar(&o.Groups, "group", nil, "Group of the user (the certificate's Organization); repeatable or comma-separated.")
 	fs.StringVar(&o.Server, "server", "", "URL of the server; default: the one in <data-dir>/admin.kubeconfig.")
+	fs.StringVarP(&output, "output", "o", "", "Write the kubeconfig to this file, mode 0600, instead of standard output.")
 	fs.DurationVar(&o.Validity, "validity", server.DefaultUserCertValidity, "How long the certificate is valid.")
 	_ = cmd.MarkFlagRequired("user")
 	return cmd

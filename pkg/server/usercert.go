@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -54,6 +55,9 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	}
 	caCert, err := pki.ReadCert(filepath.Join(o.DataDir, caCertFile))
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("data dir %s has no CA certificate (%w): point --data-dir at the data dir of a server that has started once", o.DataDir, err)
+		}
 		return nil, fmt.Errorf("data dir %s: CA certificate: %w", o.DataDir, err)
 	}
 	caKey, err := pki.ReadKey(filepath.Join(o.DataDir, caKeyFile))
