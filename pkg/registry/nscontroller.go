@@ -136,23 +136,12 @@ func (c *namespaceController) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return errors.New("watch closed")
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				c.enqueue(ev.Object)
-			case watch.Error:
-				return apierrors.FromObject(ev.Object)
-			}
+	return ForEachEvent(ctx, w, func(ev watch.Event) error {
+		if ev.Type == watch.Added || ev.Type == watch.Modified {
+			c.enqueue(ev.Object)
 		}
-	}
+		return nil
+	})
 }
 
 func (c *namespaceController) enqueue(obj runtime.Object) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/customapi/customapi/pkg/resource"
@@ -90,22 +91,10 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 	}
 	out := &Store{res: res, main: main}
 	if res.StatusSubresource {
-		status := *main
-		ss := statusStrategy{s}
-		status.UpdateStrategy = ss
-		status.ResetFieldsStrategy = ss
-		status.CreateStrategy = nil
-		status.DeleteStrategy = nil
-		out.status = &status
+		out.status = subresourceStore(main, statusStrategy{s})
 	}
 	if isNamespaces(res) {
-		finalize := *main
-		fs := finalizeStrategy{s}
-		finalize.UpdateStrategy = fs
-		finalize.ResetFieldsStrategy = fs
-		finalize.CreateStrategy = nil
-		finalize.DeleteStrategy = nil
-		out.finalize = &finalize
+		out.finalize = subresourceStore(main, finalizeStrategy{s})
 	}
 	w, err := newWriteLayer(scheme, tc, out)
 	if err != nil {
@@ -114,6 +103,24 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 	}
 	out.writes = w
 	return out, nil
+}
+
+// updateStrategy is the strategy of a subresource that only updates.
+type updateStrategy interface {
+	rest.RESTUpdateStrategy
+	rest.ResetFieldsStrategy
+}
+
+// subresourceStore returns a copy of main, sharing its storage and watch
+// cache, that only updates, with strategy s (the /status and /finalize
+// stores).
+func subresourceStore(main *genericregistry.Store, s updateStrategy) *genericregistry.Store {
+	sub := *main
+	sub.UpdateStrategy = s
+	sub.ResetFieldsStrategy = s
+	sub.CreateStrategy = nil
+	sub.DeleteStrategy = nil
+	return &sub
 }
 
 // destroy stops the watch cache and closes the etcd connections of the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/rbac"
+	"github.com/customapi/customapi/pkg/registry"
 )
 
 // RunAggregation keeps the rules of every ClusterRole with an aggregationRule equal to the union of the rules
@@ -53,23 +54,14 @@ func (a *API) watchAndAggregate(ctx context.Context, src *registrySource, rv str
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return nil
-			}
-			if ev.Type == watch.Error {
-				return apierrors.FromObject(ev.Object)
-			}
-			if _, err := a.AggregateOnce(ctx); err != nil {
-				return err
-			}
-		}
+	err = registry.ForEachEvent(ctx, w, func(watch.Event) error {
+		_, err := a.AggregateOnce(ctx)
+		return err
+	})
+	if errors.Is(err, registry.ErrWatchClosed) {
+		return nil
 	}
+	return err
 }
 
 // AggregateOnce lists every ClusterRole, computes the aggregated rules (rbac.AggregateClusterRoles) and
