@@ -181,9 +181,14 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	serving.Listener = o.Listener
 	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
 	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
-	if err := serving.WithLoopback().ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
+	if err := serving.ApplyTo(&gc.SecureServing); err != nil {
 		return nil, nil, fmt.Errorf("server: serving: %w", err)
 	}
+	loopback, err := applyLoopback(gc.SecureServing)
+	if err != nil {
+		return nil, nil, err
+	}
+	gc.LoopbackClientConfig = loopback
 
 	authn, err := s.authenticator()
 	if err != nil {
