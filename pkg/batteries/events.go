@@ -2,6 +2,7 @@ package batteries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -87,12 +89,17 @@ func CoreEvents(ttl time.Duration) resource.Resource {
 // deprecatedLastTimestamp, deprecatedCount) are unset on create, and a
 // series has count >= 2 and lastObservedTime.
 //
-// Unlike kube-apiserver, which keeps one store for both event APIs and
-// converts between them, these events are stored apart from the core ones
-// (keys under /registry/events.k8s.io/events/): an event written through
-// one API is not seen through the other.
+// As in kube-apiserver, both event APIs share one storage: these events
+// are kept as core v1 Events under /registry/events/ (StoredAs CoreEvents,
+// converted field by field: regarding is involvedObject, note is message,
+// deprecatedSource is source, ...), so an event recorded through either
+// API is listed, watched and deleted through both (`kubectl events`, which
+// reads core v1, shows events of client-go's events.EventRecorder).
+// Declare CoreEvents with the same TTL next to it.
 func Events(ttl time.Duration) resource.Resource {
 	return resource.Resource{
+		StoredAs:         corev1.SchemeGroupVersion.WithResource("events"),
+		AddConversions:   addEventConversions,
 		GroupVersionKind: eventsv1.SchemeGroupVersion.WithKind("Event"),
 		Plural:           "events",
 		ShortNames:       []string{"ev"},
@@ -241,3 +248,81 @@ func since(t time.Time) string {
 }
 
 func lowerKind(kind string) string { return strings.ToLower(kind) }
+
+// addEventConversions registers the conversions between events.k8s.io/v1
+// and core v1 events (objects and lists), kube's field mapping: they lose
+// nothing either way.
+func addEventConversions(s *runtime.Scheme) error {
+	return errors.Join(
+		s.AddConversionFunc((*eventsv1.Event)(nil), (*corev1.Event)(nil), func(a, b any, _ conversion.Scope) error {
+			eventToCore(a.(*eventsv1.Event), b.(*corev1.Event))
+			return nil
+		}),
+		s.AddConversionFunc((*corev1.Event)(nil), (*eventsv1.Event)(nil), func(a, b any, _ conversion.Scope) error {
+			coreToEvent(a.(*corev1.Event), b.(*eventsv1.Event))
+			return nil
+		}),
+		s.AddConversionFunc((*eventsv1.EventList)(nil), (*corev1.EventList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*eventsv1.EventList), b.(*corev1.EventList)
+			out.ListMeta = *in.ListMeta.DeepCopy()
+			out.Items = make([]corev1.Event, len(in.Items))
+			for i := range in.Items {
+				eventToCore(&in.Items[i], &out.Items[i])
+			}
+			return nil
+		}),
+		s.AddConversionFunc((*corev1.EventList)(nil), (*eventsv1.EventList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*corev1.EventList), b.(*eventsv1.EventList)
+			out.ListMeta = *in.ListMeta.DeepCopy()
+			out.Items = make([]eventsv1.Event, len(in.Items))
+			for i := range in.Items {
+				coreToEvent(&in.Items[i], &out.Items[i])
+			}
+			return nil
+		}),
+	)
+}
+
+func eventToCore(in *eventsv1.Event, out *corev1.Event) {
+	*out = corev1.Event{
+		ObjectMeta:          *in.ObjectMeta.DeepCopy(),
+		InvolvedObject:      in.Regarding,
+		Reason:              in.Reason,
+		Message:             in.Note,
+		Source:              in.DeprecatedSource,
+		FirstTimestamp:      in.DeprecatedFirstTimestamp,
+		LastTimestamp:       in.DeprecatedLastTimestamp,
+		Count:               in.DeprecatedCount,
+		Type:                in.Type,
+		EventTime:           in.EventTime,
+		Action:              in.Action,
+		Related:             in.Related.DeepCopy(),
+		ReportingController: in.ReportingController,
+		ReportingInstance:   in.ReportingInstance,
+	}
+	if in.Series != nil {
+		out.Series = &corev1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+}
+
+func coreToEvent(in *corev1.Event, out *eventsv1.Event) {
+	*out = eventsv1.Event{
+		ObjectMeta:               *in.ObjectMeta.DeepCopy(),
+		EventTime:                in.EventTime,
+		ReportingController:      in.ReportingController,
+		ReportingInstance:        in.ReportingInstance,
+		Action:                   in.Action,
+		Reason:                   in.Reason,
+		Regarding:                in.InvolvedObject,
+		Related:                  in.Related.DeepCopy(),
+		Note:                     in.Message,
+		Type:                     in.Type,
+		DeprecatedSource:         in.Source,
+		DeprecatedFirstTimestamp: in.FirstTimestamp,
+		DeprecatedLastTimestamp:  in.LastTimestamp,
+		DeprecatedCount:          in.Count,
+	}
+	if in.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: in.Series.Count, LastObservedTime: in.Series.LastObservedTime}
+	}
+}

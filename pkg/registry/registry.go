@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -234,7 +235,12 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 			return
 		}
 		for _, res := range resources {
-			st, err := newStore(scheme, res, getter, tc)
+			resGetter, err := storedAsGetter(getter, res, resources)
+			if err != nil {
+				r.err = err
+				break
+			}
+			st, err := newStore(scheme, res, resGetter, tc)
 			if err != nil {
 				r.err = err
 				break
@@ -259,6 +265,25 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 		go func() { destroy(<-done) }()
 		return nil, ctx.Err()
 	}
+}
+
+// storedAsGetter returns the options getter of res: getter, or for a
+// resource kept in another's storage (resource.Resource.StoredAs) the getter
+// of that storage. Errors: the other resource is not among resources, or
+// differs in scope or TTL.
+func storedAsGetter(getter generic.RESTOptionsGetter, res resource.Resource, resources []resource.Resource) (generic.RESTOptionsGetter, error) {
+	if res.StoredAs.Empty() {
+		return getter, nil
+	}
+	i := slices.IndexFunc(resources, func(o resource.Resource) bool { return o.GroupVersionResource() == res.StoredAs })
+	if i < 0 {
+		return nil, fmt.Errorf("registry: %s is stored as %s, which is not served; declare it too", res.GroupResource(), res.StoredAs)
+	}
+	target := resources[i]
+	if target.ClusterScoped != res.ClusterScoped || target.TTL != res.TTL || !target.StoredAs.Empty() {
+		return nil, fmt.Errorf("registry: %s is stored as %s: both must have the same scope and TTL, and %s must have storage of its own", res.GroupResource(), res.StoredAs, res.StoredAs)
+	}
+	return storage.StoredAs(getter, target.GroupResource(), target.GroupVersionKind), nil
 }
 
 // waitReady polls every store's readiness check, then the etcd health
@@ -382,5 +407,9 @@ func (r *Registry) EmbeddedEtcdctlFlags() string {
 // Key returns the etcd key of an object of res in this registry:
 // <prefix>/<group>/<resource>/[<namespace>/]<name> (see storage.Key).
 func (r *Registry) Key(res resource.Resource, namespace, name string) string {
-	return storage.Key(r.prefix, res.GroupResource(), namespace, name)
+	gr := res.GroupResource()
+	if !res.StoredAs.Empty() {
+		gr = res.StoredAs.GroupResource()
+	}
+	return storage.Key(r.prefix, gr, namespace, name)
 }

@@ -156,6 +156,9 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts RewriteOptions) (Rew
 	var errs []error
 	failed := 0
 	for _, res := range r.resources {
+		if !res.StoredAs.Empty() {
+			continue // its objects are those of the resource it is stored as
+		}
 		st := r.stores[res.GroupVersionResource()]
 		rw := &resourceRewriter{reg: r, cli: cli, st: st, report: ResourceRewrite{Resource: res.GroupResource(), MediaType: r.mediaType}}
 		err := rw.run(ctx, opts)

@@ -90,6 +90,18 @@ type Resource struct {
 	// deletion is seen by watchers as a DELETED event. Zero keeps objects
 	// until they are deleted.
 	TTL time.Duration
+	// StoredAs, if set, keeps the objects in the storage of another
+	// declared resource (this GroupVersionResource; it must be served by the
+	// same registry, with the same scope): under its etcd keys, encoded as
+	// its kind, converted both ways by the conversion functions
+	// AddConversions registers. Both resources then see the same objects, as
+	// kube-apiserver serves events.k8s.io/v1 Events from the core v1 events
+	// storage. The conversions must lose nothing in either direction.
+	StoredAs schema.GroupVersionResource
+	// AddConversions, if set, registers conversion functions in the scheme
+	// (runtime.Scheme.AddConversionFunc), for StoredAs: from this kind to
+	// the stored kind and back, for objects and lists.
+	AddConversions func(*runtime.Scheme) error
 	// OpenAPIDefinitions returns the generated OpenAPI definitions that
 	// describe the kind (openapi-gen's GetOpenAPIDefinitions). Required:
 	// every write records managedFields against this schema (server-side

@@ -103,6 +103,11 @@ func AddToScheme(scheme *runtime.Scheme, resources ...Resource) error {
 			return fmt.Errorf("resource %s: the meta/v1 types of %s: %w", gvk, gv, err)
 		}
 		metav1.AddToGroupVersion(scheme, gv)
+		if r.AddConversions != nil {
+			if err := r.AddConversions(scheme); err != nil {
+				return fmt.Errorf("resource %s: conversions: %w", gvk, err)
+			}
+		}
 		if r.Default != nil {
 			def := r.Default
 			scheme.AddTypeDefaultingFunc(r.New(), func(obj any) { def(obj.(runtime.Object)) })

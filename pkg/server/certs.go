@@ -93,22 +93,9 @@ func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil, fmt.Errorf("CA certificate %s: %w", certPath, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, key, err := selfSignedCA("customapi-ca", nil, certValidity)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("CA key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          pki.SerialNumber(),
-		Subject:               pkix.Name{CommonName: "customapi-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("CA certificate: %w", err)
+		return nil, nil, nil, err
 	}
 	if err := pki.WriteKeyPair(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile), der, key); err != nil {
 		return nil, nil, nil, err
@@ -118,6 +105,32 @@ func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, e
 		return nil, nil, nil, err
 	}
 	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// selfSignedCA returns a new ECDSA P-256 key and a self-signed CA
+// certificate (DER) for it, named cn and valid for dnsNames (none for a
+// CA that only signs) from an hour ago for validity.
+func selfSignedCA(cn string, dnsNames []string, validity time.Duration) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s key: %w", cn, err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          pki.SerialNumber(),
+		Subject:               pkix.Name{CommonName: cn},
+		DNSNames:              dnsNames,
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s certificate: %w", cn, err)
+	}
+	return der, key, nil
 }
 
 func covers(cert *x509.Certificate, names []string, ips []net.IP) bool {

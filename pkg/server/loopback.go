@@ -1,11 +1,7 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"time"
@@ -14,8 +10,6 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/rest"
-
-	"github.com/customapi/customapi/internal/pki"
 )
 
 // loopbackCertValidity is how long the loopback certificate is valid; a new
@@ -30,23 +24,7 @@ const loopbackCertValidity = 365 * 24 * time.Hour
 // only to the loopback client, which trusts exactly it and authenticates
 // with a new random bearer token (see AuthorizeClientBearerToken).
 func applyLoopback(info *genericapiserver.SecureServingInfo) (*rest.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("server: loopback certificate: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          pki.SerialNumber(),
-		Subject:               pkix.Name{CommonName: genericapiserver.LoopbackClientServerNameOverride},
-		DNSNames:              []string{genericapiserver.LoopbackClientServerNameOverride},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(loopbackCertValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, key, err := selfSignedCA(genericapiserver.LoopbackClientServerNameOverride, []string{genericapiserver.LoopbackClientServerNameOverride}, loopbackCertValidity)
 	if err != nil {
 		return nil, fmt.Errorf("server: loopback certificate: %w", err)
 	}

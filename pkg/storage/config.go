@@ -155,12 +155,49 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
 	}
+	return g.restOptions(gr, example, storageKind.Group, storageKind)
+}
+
+// StoredAs returns the options getter of a resource kept in another
+// resource's storage (resource.Resource.StoredAs): keys under stored's
+// prefix, values encoded as storageKind, decoded into the served type of
+// the example (the scheme converts). getter must come from
+// Config.RESTOptionsGetter.
+func StoredAs(getter generic.RESTOptionsGetter, stored schema.GroupResource, storageKind schema.GroupVersionKind) generic.RESTOptionsGetter {
+	return storedAsGetter{getter: getter, stored: stored, kind: storageKind}
+}
+
+type storedAsGetter struct {
+	getter generic.RESTOptionsGetter
+	stored schema.GroupResource
+	kind   schema.GroupVersionKind
+}
+
+// GetRESTOptions implements generic.RESTOptionsGetter.
+func (s storedAsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	g, ok := s.getter.(*restOptionsGetter)
+	if !ok {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: StoredAs needs the getter of Config.RESTOptionsGetter, got %T", gr, s.getter)
+	}
+	if example == nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: an example object is required", gr)
+	}
+	served, err := g.servedKind(example)
+	if err != nil {
+		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
+	}
+	return g.restOptions(s.stored, example, served.Group, s.kind)
+}
+
+// restOptions are the options of the keys of gr holding storageKind,
+// decoded into memoryGroup's internal version.
+func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime.Object, memoryGroup string, storageKind schema.GroupVersionKind) (generic.RESTOptions, error) {
 	storageVersion := storageKind.GroupVersion()
 	codec, encodeVersioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
 		StorageMediaType:  g.mediaType,
 		StorageSerializer: g.codecs,
 		StorageVersion:    storageVersion,
-		MemoryVersion:     schema.GroupVersion{Group: storageVersion.Group, Version: runtime.APIVersionInternal},
+		MemoryVersion:     schema.GroupVersion{Group: memoryGroup, Version: runtime.APIVersionInternal},
 		Config:            g.backend,
 	})
 	if err != nil {
