@@ -1,6 +1,7 @@
 // Package batteries declares the Kubernetes built-in resources customapi
 // serves besides users' own: namespaces, config maps and secrets (core v1), leases
-// (coordination.k8s.io/v1) and events (core v1 and events.k8s.io/v1), so
+// (coordination.k8s.io/v1) and events (core v1 and events.k8s.io/v1, over
+// one storage as in kube-apiserver: resource.Resource.StoredAs), so
 // that controllers written for Kubernetes (leader election, event
 // recording, configuration) run unmodified.
 //

@@ -106,8 +106,13 @@ func (c *namespaceController) watch(ctx context.Context) {
 	ctx = clusterContext(ctx)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
 	for ctx.Err() == nil {
+		started := time.Now()
 		if err := c.listAndWatch(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).V(2).Info("Namespace watch ended; listing again", "err", err)
+		}
+		if time.Since(started) > time.Minute {
+			// A watch that lasted was healthy: start the backoff afresh.
+			backoff.Duration = 100 * time.Millisecond
 		}
 		select {
 		case <-ctx.Done():
