@@ -104,9 +104,6 @@ func (l *lifecycle) checkCreate(ctx context.Context, gr schema.GroupResource, na
 		return nil
 	}
 	nsName := genericapirequest.NamespaceValue(ctx)
-	// A create of a namespace carries its own name as the request
-	// namespace (k8s.io/apiserver's create handler sets it so); namespaces
-	// themselves are never checked, as upstream.
 	if nsName == "" || gr == namespacesResource {
 		return nil
 	}
