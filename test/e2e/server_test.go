@@ -227,15 +227,21 @@ var (
 	// portRaceLine is etcd's error line when a port pkg/etcd found free was
 	// taken before etcd bound it; pkg/etcd then retries with new ports.
 	portRaceLine = regexp.MustCompile(`"msg":"creating (peer|client) listener failed".*address already in use`)
+	// storageVersionLine is etcd's error line when its storage version
+	// monitor runs before a new member has recorded its first term or
+	// confState; etcd retries later, and its maintainers call it harmless
+	// (etcd-io/etcd#18978, #19040).
+	storageVersionLine = regexp.MustCompile(`"msg":"failed to update storage version".*cannot detect storage schema version: missing (term|confstate) information`)
 )
 
 // classifyStderr splits a server's stderr into problems (error-level
-// lines) and notes (klog error lines, which tests provoke on purpose, and
-// etcd's port race, which pkg/etcd recovers from).
+// lines) and notes (klog error lines, which tests provoke on purpose,
+// etcd's port race, which pkg/etcd recovers from, and etcd's harmless
+// storage version line).
 func classifyStderr(stderr string) (problems, notes []string) {
 	for _, line := range strings.Split(stderr, "\n") {
 		switch {
-		case portRaceLine.MatchString(line):
+		case portRaceLine.MatchString(line), storageVersionLine.MatchString(line):
 			notes = append(notes, line)
 		case errorLogLine.MatchString(line):
 			problems = append(problems, "error-level log line: "+line)
