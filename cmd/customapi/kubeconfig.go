@@ -1,10 +1,9 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
+	"github.com/customapi/customapi/internal/pki"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -34,20 +33,8 @@ expires (--validity), only its user's bindings removed.`,
 				return err
 			}
 			if output != "" {
-				// Never wider than 0600, also for an existing file: it holds a private key.
-				f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-				if err != nil {
-					return err
-				}
-				if err := f.Chmod(0o600); err != nil {
-					_ = f.Close()
-					return err
-				}
-				if _, err := f.Write(data); err != nil {
-					_ = f.Close()
-					return err
-				}
-				return f.Close()
+				// Mode 0600 also over an existing file: it holds a private key.
+				return pki.WriteFileAtomic(output, data, 0o600)
 			}
 			_, err = cmd.OutOrStdout().Write(data)
 			return err

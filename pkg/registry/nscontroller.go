@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -209,7 +210,7 @@ func (c *namespaceController) updateStatus(ctx context.Context, ns *corev1.Names
 // finalize removes "kubernetes" from spec.finalizers of the stored
 // namespace (reading it again, retrying on conflicts).
 func (c *namespaceController) finalize(ctx context.Context, name string) error {
-	return retryOnConflict(ctx, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := c.ns.main.Get(ctx, name, &metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -222,18 +223,6 @@ func (c *namespaceController) finalize(ctx context.Context, name string) error {
 		}
 		return err
 	})
-}
-
-// retryOnConflict calls fn until it returns anything but a Conflict, at
-// most five times.
-func retryOnConflict(ctx context.Context, fn func() error) error {
-	var err error
-	for range 5 {
-		if err = fn(); !apierrors.IsConflict(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
 }
 
 // remainingContent counts what is left in a namespace after a pass.
@@ -249,7 +238,8 @@ func (c *namespaceController) deleteContent(ctx context.Context, ns string) (rem
 	var errs []error
 	nsCtx := genericapirequest.WithNamespace(ctx, ns)
 	for _, st := range c.reg.stores {
-		if st.res.ClusterScoped {
+		// A resource stored as another (StoredAs) has no objects of its own.
+		if st.res.ClusterScoped || !st.res.StoredAs.Empty() {
 			continue
 		}
 		gr := st.res.GroupResource()

@@ -19,6 +19,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
+	storageerr "k8s.io/apiserver/pkg/storage/errors"
 	"k8s.io/apiserver/pkg/util/dryrun"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -258,7 +259,13 @@ func (r *mainREST) deleteNamespace(ctx context.Context, name string, deleteValid
 			return ns, nil
 		}), dryrun.IsDryRun(options.DryRun), nil)
 		if err != nil {
-			return nil, false, storageError(err, name)
+			// Upstream's namespace storage maps the errors the same way.
+			err = storageerr.InterpretUpdateError(storageerr.InterpretGetError(err, namespacesResource, name), namespacesResource, name)
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				err = apierrors.NewInternalError(err)
+			}
+			return nil, false, err
 		}
 		if !dryrun.IsDryRun(options.DryRun) && r.lifecycle != nil {
 			r.lifecycle.deleted.Add(name, true, forceLiveLookupTTL)
@@ -269,21 +276,6 @@ func (r *mainREST) deleteNamespace(ctx context.Context, name string, deleteValid
 		return ns, false, nil
 	}
 	return r.Store.Delete(ctx, name, deleteValidation, options)
-}
-
-// storageError maps an error of the namespace's storage to a Status.
-func storageError(err error, name string) error {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return err
-	}
-	switch {
-	case storage.IsNotFound(err):
-		return apierrors.NewNotFound(namespacesResource, name)
-	case storage.IsConflict(err), storage.IsInvalidObj(err):
-		return apierrors.NewConflict(namespacesResource, name, err)
-	}
-	return apierrors.NewInternalError(err)
 }
 
 // deleteNamespaces is DELETE of the namespace collection: each namespace

@@ -92,7 +92,7 @@ type Resource struct {
 	TTL time.Duration
 	// StoredAs, if set, keeps the objects in the storage of another
 	// declared resource (this GroupVersionResource; it must be served by the
-	// same registry, with the same scope): under its etcd keys, encoded as
+	// same registry, with the same scope and TTL): under its etcd keys, encoded as
 	// its kind, converted both ways by the conversion functions
 	// AddConversions registers. Both resources then see the same objects, as
 	// kube-apiserver serves events.k8s.io/v1 Events from the core v1 events

@@ -60,6 +60,10 @@ func TestKubectlBatteries(t *testing.T) {
 			{args: []string{"get", "leases"}, stdout: []string{`(?m)^NAME\s+HOLDER\s+AGE$`, `(?m)^l\s+me\s+\d+s$`}},
 			{args: []string{"create", "-f", "-"}, stdin: "apiVersion: v1\nkind: Event\nmetadata: {name: e1}\ninvolvedObject: {kind: Custom, name: c1, namespace: {ns}}\nreason: Tested\nmessage: hello\ntype: Normal\n", equal: "event/e1 created"},
 			{args: []string{"events"}, stdout: []string{`(?m)^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$`, `Normal\s+Tested\s+Custom/c1\s+hello`}},
+			// An events.k8s.io/v1 event (what client-go's events.EventRecorder
+			// writes) is a core v1 event too: kubectl events shows it.
+			{args: []string{"create", "-f", "-"}, stdin: "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: e2}\neventTime: \"2026-01-01T00:00:00.000000Z\"\nreportingController: example.com/c\nreportingInstance: i1\naction: Reconcile\nreason: Synced\ntype: Warning\nnote: from the new API\nregarding: {kind: Custom, name: c1, namespace: {ns}}\n", equal: "event.events.k8s.io/e2 created"},
+			{args: []string{"events"}, stdout: []string{`Warning\s+Synced\s+Custom/c1\s+from the new API`, `Normal\s+Tested\s+Custom/c1\s+hello`}},
 			{args: []string{"apply", "-f", "-"}, stdin: customYAML("c1", 1, "hi"), equal: "custom.test/c1 created"},
 			// customs are in the category all (one kind found: no kind prefix).
 			{args: []string{"get", "all"}, stdout: []string{`(?m)^NAME\s+REPLICAS\s+PHASE\s+AGE$`, `(?m)^c1\s+1\s+`}},

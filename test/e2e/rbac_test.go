@@ -15,13 +15,18 @@ func userKubeconfig(t *testing.T, dataDir, user string, groups ...string) string
 	for _, g := range groups {
 		args = append(args, "--group", g)
 	}
-	out, err := exec.Command(customapiBinary, args...).Output()
-	if err != nil {
-		t.Fatalf("customapi %v: %v", args, err)
-	}
+	// As the docs show it: -o writes the file, mode 0600 (it holds a key).
 	path := filepath.Join(t.TempDir(), user+".kubeconfig")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
+	args = append(args, "-o", path)
+	if out, err := exec.Command(customapiBinary, args...).CombinedOutput(); err != nil {
+		t.Fatalf("customapi %v: %v\n%s", args, err, out)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", path, st.Mode().Perm())
 	}
 	return path
 }
