@@ -1,25 +1,30 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/command"
+	"github.com/customapi/customapi/pkg/resource"
 )
 
+// config is customapi's own command tree: the example resource customs
+// (test/v1) by default, and samples (bench.customapi.io/v1), the resource
+// of customapi bench.
+var config = command.Config{
+	Name:             "customapi",
+	Resources:        []resource.Resource{install.Customs, benchinstall.Samples},
+	DefaultResources: []string{"customs"},
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal asks for a clean stop; a second one kills the
-	// process (the default action) without waiting for the clean stop.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	err := newRootCommand().ExecuteContext(ctx)
-	stop()
+	root, err := command.NewRootCommand(config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+	root.AddCommand(newBenchCommand())
+	os.Exit(command.Execute(root))
 }

@@ -94,17 +94,12 @@ const widgetsServer = `package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/customapi/customapi/pkg/command"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 
 	widgetsv1 "example.com/widgets/apis/widgets/v1"
 	"example.com/widgets/generated/openapi"
@@ -130,35 +125,10 @@ var Widgets = resource.Resource{
 	OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
 }
 
+// main gives the program customapi's commands for Widgets: serve, storage
+// rewrite, kubeconfig, version.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		stop()
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	opts := server.NewOptions()
-	opts.DataDir = "widgets-data"
-	opts.AddFlags(pflag.CommandLine)
-	pflag.Parse()
-
-	cfg, err := opts.Config()
-	if err != nil {
-		return err
-	}
-	srv, err := server.New(ctx, cfg.Complete(), Widgets)
-	if err != nil {
-		return err
-	}
-	go func() {
-		<-srv.ReadyNotify()
-		fmt.Printf("widgets API ready at %s; try:\n  kubectl --kubeconfig %s get widgets\n", cfg.URL, cfg.KubeconfigPath)
-	}()
-	return srv.Run(ctx)
+	command.Main(command.Config{Name: "widgets-server", Resources: []resource.Resource{Widgets}})
 }
 `
 
@@ -280,7 +250,7 @@ func TestFreshModuleServedToKubectl(t *testing.T) {
 	// The server, as the user runs it.
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
-	srv := exec.CommandContext(ctx, filepath.Join(dir, "bin", "widgets-server"), "--data-dir", data, "--secure-port", "0")
+	srv := exec.CommandContext(ctx, filepath.Join(dir, "bin", "widgets-server"), "serve", "--data-dir", data, "--secure-port", "0")
 	srv.Cancel = func() error { return srv.Process.Signal(os.Interrupt) }
 	srv.WaitDelay = 30 * time.Second
 	var srvOut syncBuffer
@@ -288,16 +258,20 @@ func TestFreshModuleServedToKubectl(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cancel()
-		// Wait reports the cancellation itself; a clean stop is exit code 0.
-		if err := srv.Wait(); (err != nil && !errors.Is(err, context.Canceled) || !srv.ProcessState.Success()) && !t.Failed() {
-			t.Errorf("widgets-server did not stop cleanly: %v\n%s", err, srvOut.String())
-		}
-		if t.Failed() {
-			t.Logf("widgets-server output:\n%s", srvOut.String())
-		}
-	})
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			cancel()
+			// Wait reports the cancellation itself; a clean stop is exit code 0.
+			if err := srv.Wait(); (err != nil && !errors.Is(err, context.Canceled) || !srv.ProcessState.Success()) && !t.Failed() {
+				t.Errorf("widgets-server did not stop cleanly: %v\n%s", err, srvOut.String())
+			}
+			if t.Failed() {
+				t.Logf("widgets-server output:\n%s", srvOut.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
 	waitReady(t, kubeconfig, &srvOut)
 	t.Logf("widgets-server ready after %v", time.Since(begin))
@@ -389,6 +363,24 @@ spec:
 		"response content types: application/vnd.kubernetes.protobuf\n")
 	contains("kubectl get widget w3 (created over protobuf)", mustKubectl("", "get", "widget", "w3", "-o", "jsonpath={.spec.extra.k}"), `["x","y"]`)
 	t.Logf("new-user steps (server start, kubectl, typed protobuf client): %v", time.Since(begin))
+
+	// The other commands of the program's one-call main, on its own type.
+	stop()
+	bin := filepath.Join(dir, "bin", "widgets-server")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"storage", "rewrite", "--data-dir", data, "--storage-media-type", "application/cbor"},
+			"widgets.widgets.example.com: 3 rewritten (3 from application/json), 0 already application/cbor\n"},
+		{[]string{"version"}, "widgets-server: example.com/widgets (devel); customapi "},
+	} {
+		out, err := run(t, dir, bin, tc.args...)
+		if err != nil {
+			t.Fatalf("widgets-server %s: %v\n%s", strings.Join(tc.args, " "), err, out)
+		}
+		contains("widgets-server "+strings.Join(tc.args, " "), out, tc.want)
+	}
 }
 
 // waitReady polls, for at most a minute, until the server has written

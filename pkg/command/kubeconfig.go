@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"github.com/spf13/cobra"
@@ -7,8 +7,10 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-func newKubeconfigCommand() *cobra.Command {
-	o := server.UserKubeconfigOptions{DataDir: server.NewOptions().DataDir}
+// newKubeconfigCommand is `kubeconfig`: a kubeconfig with a client
+// certificate for another user, from the data dir's CA.
+func newKubeconfigCommand(cfg Config) *cobra.Command {
+	o := server.UserKubeconfigOptions{DataDir: cfg.dataDir()}
 	output := ""
 	cmd := &cobra.Command{
 		Use:   "kubeconfig --user NAME [--group GROUP]... [--data-dir DIR] [-o FILE]",
@@ -17,10 +19,10 @@ func newKubeconfigCommand() *cobra.Command {
 --data-dir: a new key and a client certificate (CN=user, O=groups) signed by the data dir's CA,
 which the server trusts for client certificates. What the user may do is up to RBAC:
 
-  customapi kubeconfig --user alice --group dev -o alice.kubeconfig
-  kubectl --kubeconfig customapi-data/admin.kubeconfig create role reader --verb=get,list --resource=customs
-  kubectl --kubeconfig customapi-data/admin.kubeconfig create rolebinding alice-reads --role=reader --user=alice
-  kubectl --kubeconfig alice.kubeconfig get customs
+  ` + cfg.Name + ` kubeconfig --user alice --group dev -o alice.kubeconfig
+  kubectl --kubeconfig ` + cfg.dataDir() + `/admin.kubeconfig create role reader --verb=get,list --resource=` + cfg.Resources[0].Plural + `
+  kubectl --kubeconfig ` + cfg.dataDir() + `/admin.kubeconfig create rolebinding alice-reads --role=reader --user=alice
+  kubectl --kubeconfig alice.kubeconfig get ` + cfg.Resources[0].Plural + `
 
 The server URL is read from <data-dir>/admin.kubeconfig (written when the server runs) unless
 --server is given (mint again, or pass --server, after a restart on another port). The kubeconfig

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"fmt"
@@ -11,13 +11,15 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-func newStorageCommand() *cobra.Command {
+// newStorageCommand is `storage`, the parent of the commands that work on
+// the stored objects of cfg's resources.
+func newStorageCommand(cfg Config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "storage",
 		Short: "Work on the objects stored in etcd",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newStorageRewriteCommand())
+	cmd.AddCommand(newStorageRewriteCommand(cfg))
 	return cmd
 }
 
@@ -25,10 +27,11 @@ func newStorageCommand() *cobra.Command {
 // stored; `storage` commands take them with serve's meaning and defaults.
 var storageFlags = []string{"data-dir", "etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "storage-media-type"}
 
-func newStorageRewriteCommand() *cobra.Command {
+func newStorageRewriteCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
+	opts.DataDir = cfg.dataDir()
 	opts.WatchCache = false // nothing is served: read etcd directly
-	served := []string{"customs"}
+	served := cfg.defaultResources()
 	var workers int
 	cmd := &cobra.Command{
 		Use:   "rewrite",
@@ -58,7 +61,7 @@ while servers are up, once all of them use the new --storage-media-type
 (a server still writing the old encoding undoes its work).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			resources, err := servedResources(served)
+			resources, err := cfg.selectResources(served)
 			if err != nil {
 				return err
 			}
@@ -90,7 +93,7 @@ while servers are up, once all of them use the new --storage-media-type
 	for _, name := range storageFlags {
 		cmd.Flags().AddFlag(all.Lookup(name))
 	}
-	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to rewrite, as serve's --resources: customs (test/v1, kind Custom) and samples (bench.customapi.io/v1, kind Sample).")
+	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to rewrite, by plural, as serve's --resources: "+cfg.resourcesHelp()+".")
 	cmd.Flags().IntVar(&workers, "workers", registry.DefaultRewriteWorkers, "How many objects are rewritten concurrently.")
 	return cmd
 }

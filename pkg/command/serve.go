@@ -1,46 +1,48 @@
-package main
+package command
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
-	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
-	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/logfilter"
-	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
 
-func newServeCommand() *cobra.Command {
+// newServeCommand is `serve`: the HTTPS API for cfg's resources (those of
+// --resources), with the batteries unless --batteries=false.
+func newServeCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
+	opts.DataDir = cfg.dataDir()
 	// The command's default is RBAC, where the library's is AlwaysAllow.
 	opts.AuthorizationMode = server.AuthorizationRBAC
 	logOpts := logs.NewOptions()
-	served := []string{"customs"}
-	withBatteries := true
+	served := cfg.defaultResources()
+	withBatteries := !cfg.DisableBatteries
 	eventTTL := batteries.DefaultEventTTL
+	example := served[0]
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the test/v1 API (kind Custom) over HTTPS, kubectl-compatible",
-		Long: `Serve the example API group test/v1 (resource customs, kind Custom) over HTTPS.
+		Short: "Serve " + strings.Join(served, ", ") + " over HTTPS, kubectl-compatible",
+		Long: `Serve the resources of --resources over HTTPS: ` + cfg.resourcesHelp() + `.
 
 Objects are stored in an embedded etcd under --data-dir, or in the external
 etcd cluster named by --etcd-servers. On first start a CA, an ECDSA serving
 certificate and an admin token are generated into --data-dir, with
 <data-dir>/admin.kubeconfig for kubectl:
 
-  kubectl --kubeconfig customapi-data/admin.kubeconfig get customs
+  kubectl --kubeconfig ` + opts.DataDir + `/admin.kubeconfig get ` + example + `
 
 Anonymous requests are rejected (401). Authorization is RBAC by default
 (--authorization-mode): admin.kubeconfig is system:masters; mint other users
-with 'customapi kubeconfig --user NAME --group GROUP' and bind them roles.
+with '` + cfg.Name + ` kubeconfig --user NAME --group GROUP' and bind them roles.
 
 One process owns a data dir: a second serve on it fails at once naming the
 owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a
@@ -58,11 +60,11 @@ second signal kills it at once.`,
 				return err
 			}
 			ctx := cmd.Context()
-			cfg, err := opts.Config()
+			resources, err := cfg.selectResources(served)
 			if err != nil {
 				return err
 			}
-			resources, err := servedResources(served)
+			sc, err := opts.Config()
 			if err != nil {
 				return err
 			}
@@ -72,12 +74,12 @@ second signal kills it at once.`,
 			if withBatteries {
 				resources = append(batteries.Resources(batteries.Options{EventTTL: eventTTL}), resources...)
 			}
-			srv, err := server.New(ctx, cfg.Complete(), resources...)
+			srv, err := server.New(ctx, sc.Complete(), resources...)
 			if err != nil {
 				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 					// SIGINT/SIGTERM during start-up: New has closed
 					// etcd and released the data dir; a clean stop.
-					fmt.Fprintln(cmd.ErrOrStderr(), "customapi: start-up interrupted by a signal; stopped")
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: start-up interrupted by a signal; stopped\n", cfg.Name)
 					return nil
 				}
 				return err
@@ -88,7 +90,7 @@ second signal kills it at once.`,
 			go func() {
 				select {
 				case <-srv.ReadyNotify():
-					fmt.Fprintf(cmd.OutOrStdout(), "customapi is ready at %s; try:\n  kubectl --kubeconfig %s get customs\n", cfg.URL, cfg.KubeconfigPath)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s is ready at %s; try:\n  kubectl --kubeconfig %s get %s\n", cfg.Name, sc.URL, sc.KubeconfigPath, resources[0].Plural)
 				case <-ctx.Done():
 				}
 			}()
@@ -97,36 +99,8 @@ second signal kills it at once.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
-	cmd.Flags().StringSliceVar(&served, "resources", served, "Built-in resources to serve: customs (test/v1, kind Custom) and samples (bench.customapi.io/v1, kind Sample, the resource of customapi bench).")
+	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to serve, by plural: "+cfg.resourcesHelp()+".")
 	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: namespaces (with their lifecycle: objects only in existing namespaces; default, kube-system, kube-public), configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
 	cmd.Flags().DurationVar(&eventTTL, "event-ttl", eventTTL, "How long events are kept after their last write (kube-apiserver's --event-ttl); rounded up to whole seconds.")
 	return cmd
-}
-
-// builtinResources are the resources `serve --resources` can name.
-var builtinResources = map[string]resource.Resource{
-	"customs": install.Customs,
-	"samples": benchinstall.Samples,
-}
-
-// servedResources returns the resources named by --resources, in order,
-// or an error naming an unknown or repeated one.
-func servedResources(names []string) ([]resource.Resource, error) {
-	if len(names) == 0 {
-		return nil, errors.New("--resources: name at least one of customs, samples")
-	}
-	seen := map[string]bool{}
-	out := make([]resource.Resource, 0, len(names))
-	for _, n := range names {
-		r, ok := builtinResources[n]
-		if !ok {
-			return nil, fmt.Errorf("--resources: unknown resource %q (customs, samples)", n)
-		}
-		if seen[n] {
-			return nil, fmt.Errorf("--resources: %q named twice", n)
-		}
-		seen[n] = true
-		out = append(out, r)
-	}
-	return out, nil
 }
