@@ -27,7 +27,6 @@ func newServeCommand(cfg Config) *cobra.Command {
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries
 	eventTTL := batteries.DefaultEventTTL
-	example := served[0]
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve " + strings.Join(served, ", ") + " over HTTPS, kubectl-compatible",
@@ -38,7 +37,7 @@ etcd cluster named by --etcd-servers. On first start a CA, an ECDSA serving
 certificate and an admin token are generated into --data-dir, with
 <data-dir>/admin.kubeconfig for kubectl:
 
-  kubectl --kubeconfig ` + opts.DataDir + `/admin.kubeconfig get ` + example + `
+  kubectl --kubeconfig ` + opts.DataDir + `/admin.kubeconfig get ` + served[0] + `
 
 Anonymous requests are rejected (401). Authorization is RBAC by default
 (--authorization-mode): admin.kubeconfig is system:masters; mint other users
@@ -64,12 +63,15 @@ second signal kills it at once.`,
 			if err != nil {
 				return err
 			}
+			if eventTTL <= 0 {
+				return fmt.Errorf("--event-ttl must be positive, got %s", eventTTL)
+			}
+			// The ready line's example: the first resource of the program's
+			// own, not a battery.
+			example := resources[0].Plural
 			sc, err := opts.Config()
 			if err != nil {
 				return err
-			}
-			if eventTTL <= 0 {
-				return fmt.Errorf("--event-ttl must be positive, got %s", eventTTL)
 			}
 			if withBatteries {
 				resources = append(batteries.Resources(batteries.Options{EventTTL: eventTTL}), resources...)
@@ -90,7 +92,7 @@ second signal kills it at once.`,
 			go func() {
 				select {
 				case <-srv.ReadyNotify():
-					fmt.Fprintf(cmd.OutOrStdout(), "%s is ready at %s; try:\n  kubectl --kubeconfig %s get %s\n", cfg.Name, sc.URL, sc.KubeconfigPath, resources[0].Plural)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s is ready at %s; try:\n  kubectl --kubeconfig %s get %s\n", cfg.Name, sc.URL, sc.KubeconfigPath, example)
 				case <-ctx.Done():
 				}
 			}()
