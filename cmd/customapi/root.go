@@ -11,6 +11,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newBenchCommand(), newStorageCommand(), newVersionCommand(), newKubeconfigCommand())
+	root.AddCommand(newServeCommand(), newBenchCommand(), newStorageCommand(), newVersionCommand(), newKubeconfigCommand(),
+		newBackupCommand(), newRestoreCommand())
 	return root
 }
