@@ -208,7 +208,7 @@ func readDataDirFiles(dir string, skip func(abs string) bool) ([]dataDirFile, er
 		}
 		sum := sha256.Sum256(data)
 		files = append(files, dataDirFile{
-			File: File{Name: filepath.ToSlash(rel), Size: int64(len(data)), Mode: uint32(st.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])},
+			File: File{Name: filepath.ToSlash(rel), Size: int64(len(data)), Mode: fmt.Sprintf("%04o", st.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])},
 			data: data,
 		})
 		return nil

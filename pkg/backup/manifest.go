@@ -51,9 +51,9 @@ type File struct {
 	Name string `json:"name"`
 	// Size is the file's length in bytes.
 	Size int64 `json:"size"`
-	// Mode is the file's permission bits in the data dir, for example
-	// 0600 (restored files are written 0600 whatever it says).
-	Mode uint32 `json:"mode"`
+	// Mode is the file's permission bits in the data dir in octal, for
+	// example "0644" (restored files are written 0600 whatever it says).
+	Mode string `json:"mode"`
 	// SHA256 is the hex SHA-256 of the content.
 	SHA256 string `json:"sha256"`
 }

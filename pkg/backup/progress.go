@@ -98,8 +98,9 @@ func (t *transfer) end(total int64) {
 }
 
 // watchFile reports the growing size of the file at path (the .part file
-// SaveWithVersion writes) until the returned stop is called.
-func (p *Progress) watchFile(path string) (stop func()) {
+// SaveWithVersion writes) until the returned stop is called with the
+// total (or -1: the last size seen).
+func (p *Progress) watchFile(path string) (stop func(total int64)) {
 	t := p.begin("snapshot", func() int64 {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -107,7 +108,7 @@ func (p *Progress) watchFile(path string) (stop func()) {
 		}
 		return st.Size()
 	})
-	return func() { t.end(-1) }
+	return t.end
 }
 
 // note prints one line.

@@ -257,7 +257,7 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 				return nil, fmt.Errorf("backup %s: %w: snapshot of %d bytes, the manifest says %d", name, ErrNotBackup, h.Size, m.Snapshot.Size)
 			}
 			if _, err := writeEntry(tr, snapPath, h.Size); err != nil {
-				return nil, fmt.Errorf("backup %s: %w: snapshot: %w", name, ErrNotBackup, err)
+				return nil, fmt.Errorf("backup %s: %w: %s truncated or damaged (%w)", name, ErrNotBackup, SnapshotEntry, err)
 			}
 			gotSnapshot = true
 		case strings.HasPrefix(h.Name, FilesPrefix):
@@ -273,7 +273,7 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 			}
 			sum, err := writeEntry(tr, target, h.Size)
 			if err != nil {
-				return nil, fmt.Errorf("backup %s: %w: %s: %w", name, ErrNotBackup, h.Name, err)
+				return nil, fmt.Errorf("backup %s: %w: %s truncated or damaged (%w)", name, ErrNotBackup, h.Name, err)
 			}
 			if sum != f.SHA256 || h.Size != f.Size {
 				return nil, fmt.Errorf("backup %s: %w: %s differs from its manifest entry (size %d, SHA-256 %s; want %d, %s)", name, ErrNotBackup, h.Name, h.Size, sum, f.Size, f.SHA256)

@@ -67,10 +67,9 @@ func SaveSnapshot(ctx context.Context, cfg etcd.ClientConfig, path string, progr
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	if progress != nil {
-		stop := progress.watchFile(path + ".part")
-		defer stop()
-	}
+	stopProgress := progress.watchFile(path + ".part")
+	total := int64(-1)
+	defer func() { stopProgress(total) }()
 	var errs []error
 	for _, ep := range cfg.Endpoints {
 		_, err := clientsnapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{
@@ -95,6 +94,7 @@ func SaveSnapshot(ctx context.Context, cfg etcd.ClientConfig, path string, progr
 		_ = os.Remove(path)
 		return SnapshotInfo{}, err
 	}
+	total = info.Size
 	return info, nil
 }
 
