@@ -101,9 +101,9 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	info, err := VerifySnapshot(snapPath)
+	info, err := verifySnapshot(snapPath, o.Archive+":"+SnapshotEntry)
 	if err != nil {
-		return nil, fmt.Errorf("restore: backup %s: %w", o.Archive, err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	if info.SHA256 != m.Snapshot.SHA256 || info.Revision != m.Snapshot.Revision || info.Hash != m.Snapshot.Hash {
 		return nil, fmt.Errorf("restore: backup %s: %w: its snapshot (revision %d, hash %d) is not the one its manifest describes (revision %d, hash %d)",
@@ -115,7 +115,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	}
 	etcdDir := server.EmbeddedEtcdDir(tmp)
 	o.Progress.note("restore: etcd snapshot at revision %d (%d keys), revision bumped by %d and marked compacted", info.Revision, info.TotalKeys, bump)
-	if _, err := RestoreSnapshot(snapPath, etcdDir, bump); err != nil {
+	if err := restoreVerified(snapPath, etcdDir, bump); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	if err := os.Remove(snapPath); err != nil {

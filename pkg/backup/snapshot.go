@@ -104,7 +104,11 @@ func SaveSnapshot(ctx context.Context, cfg etcd.ClientConfig, path string, progr
 // file fails here), and the bolt database must pass etcdutl's snapshot
 // status (its integrity check, revision, key count and hash). Errors name
 // the file; one about the file's content wraps ErrNotSnapshot.
-func VerifySnapshot(path string) (SnapshotInfo, error) {
+func VerifySnapshot(path string) (SnapshotInfo, error) { return verifySnapshot(path, path) }
+
+// verifySnapshot is VerifySnapshot with errors naming the snapshot name
+// rather than path.
+func verifySnapshot(path, name string) (SnapshotInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("snapshot: %w", err)
@@ -118,23 +122,23 @@ func VerifySnapshot(path string) (SnapshotInfo, error) {
 	// etcd pads the database to whole 512-byte sectors and appends its
 	// SHA-256 (client/v3/snapshot's hasChecksum).
 	if size < 512+sha256.Size || size%512 != sha256.Size {
-		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: its size (%d bytes) is not a database plus its SHA-256 (truncated, or another kind of file)", path, ErrNotSnapshot, size)
+		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: its size (%d bytes) is not a database plus its SHA-256 (truncated, or another kind of file)", name, ErrNotSnapshot, size)
 	}
 	whole, body := sha256.New(), sha256.New()
 	if _, err := io.CopyN(io.MultiWriter(whole, body), f, size-sha256.Size); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", path, err)
+		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, err)
 	}
 	trailer := make([]byte, sha256.Size)
 	if _, err := io.ReadFull(f, trailer); err != nil {
-		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", path, err)
+		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w", name, err)
 	}
 	whole.Write(trailer)
 	if got := body.Sum(nil); string(got) != string(trailer) {
-		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: the SHA-256 of its content (%x) is not the one it ends with (%x): truncated, damaged, or another kind of file", path, ErrNotSnapshot, got, trailer)
+		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: the SHA-256 of its content (%x) is not the one it ends with (%x): truncated, damaged, or another kind of file", name, ErrNotSnapshot, got, trailer)
 	}
 	status, err := snapshotStatus(path)
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: %w", path, ErrNotSnapshot, err)
+		return SnapshotInfo{}, fmt.Errorf("snapshot %s: %w: %w", name, ErrNotSnapshot, err)
 	}
 	return SnapshotInfo{
 		Revision:       status.Revision,
@@ -176,10 +180,15 @@ func RestoreSnapshot(path, etcdDataDir string, revisionBump uint64) (SnapshotInf
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
+	return info, restoreVerified(path, etcdDataDir, revisionBump)
+}
+
+// restoreVerified is RestoreSnapshot of a snapshot already verified.
+func restoreVerified(path, etcdDataDir string, revisionBump uint64) error {
 	if revisionBump == 0 {
 		revisionBump = DefaultRevisionBump
 	}
-	err = utilsnapshot.NewV3(zap.NewNop()).Restore(utilsnapshot.RestoreConfig{
+	err := utilsnapshot.NewV3(zap.NewNop()).Restore(utilsnapshot.RestoreConfig{
 		SnapshotPath:        path,
 		Name:                etcd.EmbeddedMemberName,
 		OutputDataDir:       etcdDataDir,
@@ -190,7 +199,7 @@ func RestoreSnapshot(path, etcdDataDir string, revisionBump uint64) (SnapshotInf
 		MarkCompacted:       true,
 	})
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("restore snapshot %s into %s: %w", path, etcdDataDir, err)
+		return fmt.Errorf("restore snapshot %s into %s: %w", path, etcdDataDir, err)
 	}
-	return info, nil
+	return nil
 }
