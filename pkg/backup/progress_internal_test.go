@@ -29,7 +29,7 @@ func TestProgressLines(t *testing.T) {
 	tr := p.begin("snapshot", nil)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		tr.add(1 << 20)
+		tr.add(1 << 10)
 		p.mu.Lock()
 		lines := strings.Count(out.String(), "\n")
 		p.mu.Unlock()
@@ -39,7 +39,7 @@ func TestProgressLines(t *testing.T) {
 	}
 	tr.end(-1)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) < 3 || !strings.HasSuffix(lines[0], "MiB/s") || !strings.Contains(lines[len(lines)-1], " in ") {
+	if len(lines) < 3 || !strings.HasSuffix(lines[0], "iB/s") || !strings.Contains(lines[len(lines)-1], " in ") {
 		t.Fatalf("lines: %q", lines)
 	}
 	var none *Progress
