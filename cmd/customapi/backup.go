@@ -26,8 +26,8 @@ the embedded etcd's own directory):
   customapi backup --data-dir customapi-data -o backup.tar
 
 The snapshot comes from the embedded etcd of the server running on --data-dir, or, when no
-server runs, from the embedded etcd the command starts itself for the snapshot (a server
-started meanwhile waits for nothing: it fails naming this process). With --etcd-servers it
+server runs, from the embedded etcd the command starts itself for the snapshot (a serve
+started meanwhile fails at once, naming this process). With --etcd-servers it
 comes from that external etcd cluster (the first member that answers; the whole cluster,
 every --etcd-prefix), and --data-dir still gives the files.
 
