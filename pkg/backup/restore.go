@@ -46,9 +46,9 @@ type RestoreOptions struct {
 // dir's files as they were (each written mode 0600) and a new embedded etcd
 // data dir restored from the snapshot with a revision bump and the
 // compaction mark (RestoreSnapshot), ready for `customapi serve
-// --data-dir` (or server.Options.DataDir). The first start generates the
-// embedded etcd's TLS files again; admin.kubeconfig is rewritten with the
-// new port at start.
+// --data-dir` (or server.Options.DataDir). The embedded etcd's TLS files
+// (not in the archive) are generated anew; a server rewrites
+// admin.kubeconfig with its port when it starts.
 //
 // It refuses a data dir that a server (or another tool) holds locked
 // (*server.DataDirInUseError) and one that exists and is not empty, before
