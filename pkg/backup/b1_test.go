@@ -25,7 +25,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/backup"
+	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
@@ -154,6 +156,24 @@ func TestB1RestoreNeverSendsWatchersBackInTime(t *testing.T) {
 			t.Errorf("%s: restored uid %s rv %s spec %v, acknowledged uid %s rv %s spec %v", name, g.GetUID(), g.GetResourceVersion(), g.Object["spec"], w.GetUID(), w.GetResourceVersion(), w.Object["spec"])
 		} else if !reflect.DeepEqual(g.Object, w.Object) {
 			t.Errorf("%s: restored object differs from the acknowledged one:\n got %v\nwant %v", name, g.Object, w.Object)
+		}
+	}
+
+	// The in-process door reads the same restored objects.
+	inProcess, err := client.For[*testv1.Custom, *testv1.CustomList](srv.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed, err := inProcess.Namespace(b1Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(typed.Items) != len(want) {
+		t.Errorf("in-process list: %d objects, want %d", len(typed.Items), len(want))
+	}
+	for _, c := range typed.Items {
+		if w := want[c.Name]; w == nil || w.GetUID() != c.UID || w.GetResourceVersion() != c.ResourceVersion {
+			t.Errorf("in-process: %s uid %s rv %s is not the acknowledged one", c.Name, c.UID, c.ResourceVersion)
 		}
 	}
 

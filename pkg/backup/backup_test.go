@@ -119,3 +119,43 @@ func TestBackupExternalEtcd(t *testing.T) {
 		t.Errorf("watch from revision %d: compact revision %d, err %v; want compacted at %d", m.Snapshot.Revision, wr.CompactRevision, wr.Err(), m.Snapshot.Revision+1000)
 	}
 }
+
+// TestBackupErrors: what Backup refuses, each with an error that says why,
+// and no output file.
+func TestBackupErrors(t *testing.T) {
+	noEtcd := t.TempDir()
+	starting := t.TempDir() // a server holds the lock, its etcd not up yet
+	if err := os.MkdirAll(filepath.Join(server.EmbeddedEtcdDir(starting), "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	release, err := server.LockDataDir(starting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, tc := range []struct {
+		name string
+		o    backup.BackupOptions
+		want string
+	}{
+		{"no data dir option", backup.BackupOptions{}, "the data dir is required"},
+		{"no output", backup.BackupOptions{DataDir: noEtcd}, "the output file is required"},
+		{"missing data dir", backup.BackupOptions{DataDir: filepath.Join(noEtcd, "nope")}, "no such file"},
+		{"no embedded etcd data", backup.BackupOptions{DataDir: noEtcd}, "holds no embedded etcd data"},
+		{"server starting", backup.BackupOptions{DataDir: starting}, "embedded etcd is not reachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "b.tar")
+			if tc.o.Output == "" && tc.name != "no output" {
+				tc.o.Output = out
+			}
+			_, err := backup.Backup(t.Context(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+				t.Errorf("left behind: %v", entries)
+			}
+		})
+	}
+}
