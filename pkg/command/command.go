@@ -138,7 +138,7 @@ func NewRootCommand(cfg Config) (*cobra.Command, error) {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(cfg), newStorageCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
+	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
 	return root, nil
 }
 

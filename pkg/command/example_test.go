@@ -25,7 +25,9 @@ func ExampleNewRootCommand() {
 		}
 	}
 	// Output:
+	// widgets-server backup
 	// widgets-server kubeconfig
+	// widgets-server restore
 	// widgets-server serve
 	// widgets-server storage
 	// widgets-server version

@@ -15,7 +15,9 @@
 //
 // StartEmbedded returns only once the server is ready to serve (it waits on
 // etcd's ReadyNotify, bounded by EmbeddedConfig.ReadyTimeout); Close stops it
-// without error-level log noise.
+// without error-level log noise. While it runs, its client URL is recorded in
+// <DataDir>/endpoints, so that another process of the same user reaches it
+// with RunningEmbedded (as `customapi backup` does).
 //
 // See the Example functions (example_test.go; they run as tests).
 package etcd

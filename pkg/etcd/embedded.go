@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,19 @@ const DefaultReadyTimeout = 60 * time.Second
 // DefaultMaxRequestBytes is etcd's own limit on one request (1.5 MiB), which
 // also bounds the size of one stored object.
 const DefaultMaxRequestBytes = embed.DefaultMaxRequestBytes
+
+// The identity of the single member of an embedded etcd cluster. A data
+// dir restored from a snapshot for an embedded etcd must name the same
+// member (backup.RestoreSnapshot does).
+const (
+	// EmbeddedMemberName is the member's name.
+	EmbeddedMemberName = "customapi"
+	// EmbeddedPeerURL is the member's advertised peer URL: port 0 on
+	// loopback, where nothing listens (a single member has no peers).
+	EmbeddedPeerURL = "http://127.0.0.1:0"
+	// EmbeddedClusterToken is the initial cluster token (etcd's default).
+	EmbeddedClusterToken = "etcd-cluster"
+)
 
 // EmbeddedConfig configures an embedded etcd server. The zero value except
 // DataDir is a valid configuration.
@@ -57,6 +71,7 @@ type EmbeddedConfig struct {
 // and stop it with Close.
 type Embedded struct {
 	etcd      *embed.Etcd
+	dataDir   string // absolute EmbeddedConfig.DataDir
 	endpoints []string
 	tls       tlsFiles
 	closeOnce sync.Once
@@ -67,7 +82,9 @@ type Embedded struct {
 // which requires a client certificate signed by the CA in
 // <DataDir>/tls (see TLSDirName; generated on first start, reused after):
 // a local process without read access to the data dir can neither read nor
-// write. There is no peer listener. It returns an error if the
+// write. There is no peer listener. Once ready it records the client URL in
+// <DataDir>/endpoints (EndpointsFileName; RunningEmbedded reads it), which
+// Close removes. It returns an error if the
 // configuration is invalid, the port cannot be bound, the data directory or
 // certificates cannot be used, or the server is not ready within
 // cfg.ReadyTimeout or before ctx ends; in each case nothing is left running.
@@ -80,6 +97,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	tlsFiles, err := ensureTLS(cfg.DataDir)
 	if err != nil {
+		return nil, err
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	// A file left by a killed process names a port nobody answers on.
+	if err := removeEndpoints(dataDir); err != nil {
 		return nil, err
 	}
 	readyTimeout := cfg.ReadyTimeout
@@ -115,7 +140,11 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		for _, l := range e.Clients {
 			endpoints = append(endpoints, "https://"+l.Addr().String())
 		}
-		return &Embedded{etcd: e, endpoints: endpoints, tls: tlsFiles}, nil
+		if err := writeEndpoints(dataDir, endpoints); err != nil {
+			e.Close()
+			return nil, err
+		}
+		return &Embedded{etcd: e, dataDir: dataDir, endpoints: endpoints, tls: tlsFiles}, nil
 	}
 	return nil, fmt.Errorf("etcd: no free ports after retries: %w", lastErr)
 }
@@ -126,7 +155,8 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 		return nil, err
 	}
 	ec := embed.NewConfig()
-	ec.Name = "customapi"
+	ec.Name = EmbeddedMemberName
+	ec.InitialClusterToken = EmbeddedClusterToken
 	ec.Dir = cfg.DataDir
 	clientURL := url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
 	ec.ListenClientUrls = []url.URL{clientURL}
@@ -144,7 +174,11 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 	// on loopback, where nothing can listen. (Data dirs of older versions
 	// keep the peer URL they were created with; it is not dialed either.)
 	ec.ListenPeerUrls = nil
-	ec.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}}
+	peerURL, err := url.Parse(EmbeddedPeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: peer URL: %w", err)
+	}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	// A restart with an existing data dir rejoins its own cluster whatever
 	// the advertised URLs say.
@@ -192,10 +226,14 @@ func (e *Embedded) EtcdctlFlags() string { return e.ClientConfig().EtcdctlFlags(
 // Close closes the channel.
 func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
 
-// Close stops the server and waits until it has stopped. Calling it more than
-// once is safe. Pending client requests end with an error.
+// Close stops the server and waits until it has stopped, then removes
+// <DataDir>/endpoints (see EndpointsFileName). Calling it more than once is
+// safe. Pending client requests end with an error.
 func (e *Embedded) Close() {
-	e.closeOnce.Do(func() { e.etcd.Close() })
+	e.closeOnce.Do(func() {
+		e.etcd.Close()
+		_ = removeEndpoints(e.dataDir)
+	})
 }
 
 // freePorts returns the given ports, replacing each 0 with a loopback port

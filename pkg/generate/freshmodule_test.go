@@ -364,14 +364,24 @@ spec:
 	contains("kubectl get widget w3 (created over protobuf)", mustKubectl("", "get", "widget", "w3", "-o", "jsonpath={.spec.extra.k}"), `["x","y"]`)
 	t.Logf("new-user steps (server start, kubectl, typed protobuf client): %v", time.Since(begin))
 
-	// The other commands of the program's one-call main, on its own type.
-	stop()
+	// The other commands of the program's one-call main, on its own type:
+	// an online backup while the server runs, then, stopped, a rewrite of
+	// the stored widgets and a restore of the backup into a new data dir.
 	bin := filepath.Join(dir, "bin", "widgets-server")
+	archive := filepath.Join(t.TempDir(), "widgets.tar")
+	if out, err := run(t, dir, bin, "backup", "--data-dir", data, "-o", archive); err != nil {
+		t.Fatalf("widgets-server backup (online): %v\n%s", err, out)
+	} else {
+		contains("widgets-server backup", out, "backup "+archive+": etcd snapshot at revision ")
+	}
+	stop()
+	restored := filepath.Join(t.TempDir(), "restored")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"storage", "rewrite", "--data-dir", data, "--storage-media-type", "application/cbor"},
+		{[]string{"restore", "--data-dir", restored, archive}, "serve it with:\n  widgets-server serve --data-dir " + restored + "\n"},
+		{[]string{"storage", "rewrite", "--data-dir", restored, "--storage-media-type", "application/cbor"},
 			"widgets.widgets.example.com: 3 rewritten (3 from application/json), 0 already application/cbor\n"},
 		{[]string{"version"}, "widgets-server: example.com/widgets (devel); customapi "},
 	} {

@@ -1,0 +1,67 @@
+package command
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/customapi/customapi/pkg/backup"
+	"github.com/customapi/customapi/pkg/etcd"
+)
+
+// newBackupCommand is `backup`: an online etcd snapshot and the data dir's
+// files in one archive (pkg/backup).
+func newBackupCommand(cfg Config) *cobra.Command {
+	o := backup.BackupOptions{DataDir: cfg.dataDir()}
+	var etcdServers []string
+	var caFile, certFile, keyFile string
+	cmd := &cobra.Command{
+		Use:   "backup [--data-dir DIR] -o FILE",
+		Short: "Save an online etcd snapshot and the data dir's keys into one archive",
+		Long: `Save what the server of --data-dir stores into one archive, while it runs: an online etcd
+snapshot (etcd's snapshot API, as 'etcdctl snapshot save') and every file of the data dir
+the data needs (CA, serving keys, tokens, encryption keys; everything but the lock file and
+the embedded etcd's own directory):
+
+  ` + cfg.Name + ` backup --data-dir ` + cfg.dataDir() + ` -o backup.tar
+
+The snapshot comes from the embedded etcd of the server running on --data-dir, or, when no
+server runs, from the embedded etcd the command starts itself for the snapshot (a serve
+started meanwhile fails at once, naming this process). With --etcd-servers it
+comes from that external etcd cluster (the first member that answers; the whole cluster,
+every --etcd-prefix), and --data-dir still gives the files.
+
+The archive is a tar file (gzip when FILE ends in .gz or .tgz): manifest.json (the snapshot's
+revision, hash and SHA-256, and every file's SHA-256), data/<file>..., etcd/snapshot.db. It
+holds private keys and tokens: it is written with mode 0600. Restore it with
+'` + cfg.Name + ` restore'. Keys kept outside the data dir (an --encryption-provider-config file
+elsewhere, a KMS) are not in it: back them up with it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(etcdServers) != 0 {
+				o.Etcd = etcd.ClientConfig{Endpoints: etcdServers, CAFile: caFile, CertFile: certFile, KeyFile: keyFile}
+			} else if caFile != "" || certFile != "" || keyFile != "" {
+				return fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+			}
+			o.Progress = backup.NewProgress(cmd.ErrOrStderr())
+			start := time.Now()
+			m, err := backup.Backup(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "backup %s: etcd snapshot at revision %d (%d keys, %d bytes, hash %d) and %d files of %s, in %s\n",
+				o.Output, m.Snapshot.Revision, m.Snapshot.TotalKeys, m.Snapshot.Size, m.Snapshot.Hash, len(m.Files), m.DataDir, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "The server's data directory: its files go into the archive, and its embedded etcd is snapshotted (unless --etcd-servers).")
+	fs.StringVarP(&o.Output, "output", "o", "", "The archive to write (mode 0600; replaced atomically if it exists); .gz or .tgz compresses it. Required.")
+	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "Client URLs of the external etcd cluster the server stores in (comma-separated); the snapshot is taken from the first that answers.")
+	fs.StringVar(&caFile, "etcd-cafile", "", "CA file that verifies the external etcd servers' certificates.")
+	fs.StringVar(&certFile, "etcd-certfile", "", "Client certificate presented to the external etcd servers.")
+	fs.StringVar(&keyFile, "etcd-keyfile", "", "Key of --etcd-certfile.")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}
