@@ -79,7 +79,7 @@ type Registry struct {
 	embedded  *etcd.Embedded
 	etcdCheck func() error
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
-	stop      chan struct{} // closed by Close: ends the etcd check
+	stop      chan struct{}             // closed by Close: ends the etcd check
 
 	// stopControllers ends the namespace controller; controllers is done
 	// when it has returned. Both are set once Open succeeds.
