@@ -36,9 +36,10 @@ var (
 	encKeyB = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA="
 )
 
-// encConfig is an EncryptionConfiguration for secrets with providers.
+// encConfig is an EncryptionConfiguration for secrets and customs.test (a
+// user's resource) with providers.
 func encConfig(providers ...string) string {
-	return "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n" + strings.Join(providers, "")
+	return "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets, customs.test]\n    providers:\n" + strings.Join(providers, "")
 }
 
 func aescbcKey(name, secret string) string {
@@ -316,11 +317,18 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		s.createSecret(t, "default", name, want[name], i%2 == 0)
 	}
 	requireRawPrefix(t, rawSecrets(t, s.srv.Registry()), "k8s:enc:aescbc:v1:A:", want)
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](s.srv.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := customs.Namespace("default").Create(t.Context(), &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: testv1.CustomSpec{Message: "plaintext-custom"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	writeAtomic(t, path, encConfig(aescbcKey("B", encKeyB), aescbcKey("A", encKeyA), identityLast))
 	start := time.Now()
 	probe := 0
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		name := fmt.Sprintf("probe-%d", probe)
 		probe++
 		want[name] = "plaintext-probe-5e1f"
@@ -354,6 +362,9 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		if r.Resource.Resource == "secrets" && (r.NotPrimaryKey != underA || r.Rewritten != underA || r.AlreadyCurrent != len(want)-underA) {
 			t.Errorf("rewrite: %s; want the %d secrets under A rewritten", r, underA)
 		}
+		if r.Resource == install.Customs.GroupResource() && (r.NotPrimaryKey != 1 || r.Rewritten != 1) {
+			t.Errorf("rewrite: %s; want the custom under A rewritten", r)
+		}
 	}
 	requireRawPrefix(t, rawSecrets(t, reg), "k8s:enc:aescbc:v1:B:", want)
 	if err := release(); err != nil {
@@ -363,6 +374,13 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	writeAtomic(t, path, encConfig(aescbcKey("B", encKeyB)))
 	s = serveEncrypted(t, options(false))
 	s.requireSecrets(t, "default", want)
+	customs, err = client.For[*testv1.Custom, *testv1.CustomList](s.srv.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj, err := customs.Namespace("default").Get(t.Context(), "c", metav1.GetOptions{}); err != nil || obj.Spec.Message != "plaintext-custom" {
+		t.Fatalf("custom after removing A: %v, %+v", err, obj)
+	}
 }
 
 // TestEncryptionConfigInvalid: a configuration whose key is missing,
