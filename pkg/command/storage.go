@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -25,22 +26,34 @@ func newStorageCommand(cfg Config) *cobra.Command {
 
 // storageFlags are the serve flags that say where and how objects are
 // stored; `storage` commands take them with serve's meaning and defaults.
-var storageFlags = []string{"data-dir", "etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "storage-media-type"}
+var storageFlags = []string{"data-dir", "etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "storage-media-type",
+	"encryption-provider-config", "secrets-encryption"}
 
 func newStorageRewriteCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
 	opts.WatchCache = false // nothing is served: read etcd directly
+	// serve's default: the RBAC objects are stored, and rewritten, too.
+	opts.AuthorizationMode = server.AuthorizationRBAC
 	served := cfg.defaultResources()
+	withBatteries := !cfg.DisableBatteries
 	var workers int
 	cmd := &cobra.Command{
 		Use:   "rewrite",
-		Short: "Re-encode every stored object in --storage-media-type",
-		Long: `Rewrite every stored object of the --resources whose value in etcd is not
-in --storage-media-type, and report per resource how many were rewritten and
+		Short: "Re-encode every stored object in --storage-media-type and under the primary encryption key",
+		Long: `Rewrite every stored object of the --resources (and of serve's built-in
+resources: secrets, config maps, ..., RBAC) whose value in etcd is not in
+--storage-media-type, or not under the primary key of the encryption
+configuration (--encryption-provider-config, or the data dir's generated
+encryption-config.yaml), and report per resource how many were rewritten and
 how many were already current, for example:
 
   customs.test: 200 rewritten (100 from application/cbor, 100 from application/vnd.kubernetes.protobuf), 100 already application/json
+  secrets: 3 rewritten (3 not under the primary encryption key), 0 already application/json
+
+After making a new key primary (first) in the encryption configuration, run
+it so that every value is under the new key; then the old key can be
+removed from the configuration.
 
 Every encoding stays readable after switching --storage-media-type, so this
 is never needed to read; run it after a switch to have etcd hold one
@@ -64,6 +77,9 @@ while servers are up, once all of them use the new --storage-media-type
 			resources, err := cfg.selectResources(served)
 			if err != nil {
 				return err
+			}
+			if withBatteries {
+				resources = append(batteries.Resources(batteries.Options{}), resources...)
 			}
 			ctx := cmd.Context()
 			reg, release, err := opts.OpenRegistry(ctx, resources...)
@@ -94,6 +110,7 @@ while servers are up, once all of them use the new --storage-media-type
 		cmd.Flags().AddFlag(all.Lookup(name))
 	}
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to rewrite, by plural, as serve's --resources: "+cfg.resourcesHelp()+".")
+	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also rewrite the built-in resources serve --batteries serves (namespaces, configmaps, secrets, events, leases).")
 	cmd.Flags().IntVar(&workers, "workers", registry.DefaultRewriteWorkers, "How many objects are rewritten concurrently.")
 	return cmd
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"k8s.io/apiserver/pkg/storage/value"
+
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
@@ -32,6 +34,9 @@ type RegistryOptions struct {
 	DisableWatchCache bool
 	// MediaType is the storage encoding; "" means JSON.
 	MediaType string
+	// Transformers encrypt values at rest (registry.Config.Transformers);
+	// nil: none.
+	Transformers value.ResourceTransformers
 }
 
 // Registry is a registry opened for tests: the registry itself, the etcd
@@ -64,7 +69,7 @@ func (r *Registry) Close() error {
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache}
+	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers}
 	var cleanup []func() error
 	if len(opts.Etcd.Endpoints) == 0 {
 		prefix, err := newPrefix()

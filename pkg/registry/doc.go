@@ -30,9 +30,14 @@
 // etcd; Close releases the etcd connections, watch caches and the embedded
 // etcd. Only this package turns a storage.Config into stores.
 //
+// Config.Transformers encrypts values at rest per resource, from a
+// kube-apiserver EncryptionConfiguration (k8s.io/apiserver's
+// encryptionconfig); both doors read and write through it.
+//
 // Registry.RewriteStorage re-encodes the stored objects that are not in the
-// registry's storage media type (after a switch of --storage-media-type),
-// as Kubernetes' storage version migrator does; `customapi storage rewrite`
+// registry's storage media type (after a switch of --storage-media-type) or
+// not under the primary encryption key (after a key rotation), as
+// Kubernetes' storage version migrator does; `customapi storage rewrite`
 // runs it.
 //
 // See the Example functions (example_test.go; they run as tests).

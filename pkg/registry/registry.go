@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
@@ -54,6 +55,13 @@ type Config struct {
 	// storage.DefaultWriteTimeout / DefaultReadTimeout (8 s), negative no
 	// bound. See storage.Config.
 	WriteTimeout, ReadTimeout time.Duration
+	// Transformers encrypt values at rest, per resource (see
+	// storage.Config.Transformers): both doors and RewriteStorage use them.
+	// Build them from an EncryptionConfiguration file with
+	// k8s.io/apiserver/pkg/server/options/encryptionconfig; the caller owns
+	// their lifetime (KMS connections) and ends it after Close. nil: no
+	// encryption.
+	Transformers value.ResourceTransformers
 }
 
 // Registry is the set of stores of declared resources on one etcd, with
@@ -70,7 +78,8 @@ type Registry struct {
 	etcdCfg   etcd.ClientConfig
 	embedded  *etcd.Embedded
 	etcdCheck func() error
-	stop      chan struct{} // closed by Close: ends the etcd check
+	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
+	stop      chan struct{}             // closed by Close: ends the etcd check
 
 	// stopControllers ends the namespace controller; controllers is done
 	// when it has returned. Both are set once Open succeeds.
@@ -145,6 +154,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		CompactionInterval: cfg.CompactionInterval,
 		WriteTimeout:       cfg.WriteTimeout,
 		ReadTimeout:        cfg.ReadTimeout,
+		Transformers:       cfg.Transformers,
 	}
 	if cfg.EmbeddedEtcd == nil {
 		// Validate before anything connects.
@@ -168,6 +178,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if err != nil {
 		return nil, err
 	}
+	r.getter = getter
 	if r.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apistorage "k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/customapi/customapi/pkg/storage"
 )
@@ -73,11 +75,22 @@ type ResourceRewrite struct {
 	// Rewritten is how many values this call re-encoded, each by one write
 	// (a new resourceVersion; a MODIFIED watch event with the same object).
 	Rewritten int
-	// From counts the rewritten values by the encoding they had before
-	// (storage.MediaTypeOfValue; "" for values no encoding recognises).
+	// From counts the rewritten values that were in another encoding by
+	// the encoding they had before (storage.MediaTypeOfValue of the
+	// decrypted value; "" for values no encoding recognises).
 	From map[string]int
-	// AlreadyCurrent is how many values were already in MediaType, including
-	// those a concurrent write re-encoded before this call got to them.
+	// NotPrimaryKey counts the rewritten values that the resource's
+	// encryption transformer (Config.Transformers) reported stale: written
+	// under another provider or key than the first key of the first
+	// provider of the encryption configuration (kube's rule: that one
+	// encrypts, the others only decrypt), for example before a key
+	// rotation, or unencrypted before encryption was turned on. Rewriting
+	// them puts them under the primary key, after which the other keys can
+	// be removed from the configuration.
+	NotPrimaryKey int
+	// AlreadyCurrent is how many values were already in MediaType and under
+	// the primary key, including those a concurrent write rewrote before
+	// this call got to them.
 	AlreadyCurrent int
 	// Deleted is how many objects were deleted between the range read and
 	// their rewrite (nothing to do).
@@ -103,7 +116,12 @@ func (r ResourceRewrite) String() string {
 			from = append(from, fmt.Sprintf("%d from %s", n, mt))
 		}
 		sort.Strings(from)
+		if r.NotPrimaryKey != 0 {
+			from = append(from, fmt.Sprintf("%d not under the primary encryption key", r.NotPrimaryKey))
+		}
 		fmt.Fprintf(&b, " (%s)", strings.Join(from, ", "))
+	} else if r.NotPrimaryKey != 0 {
+		fmt.Fprintf(&b, " (%d not under the primary encryption key)", r.NotPrimaryKey)
 	}
 	fmt.Fprintf(&b, ", %d already %s", r.AlreadyCurrent, r.MediaType)
 	if r.Deleted != 0 {
@@ -117,14 +135,20 @@ func (r ResourceRewrite) String() string {
 
 // RewriteStorage re-encodes every stored object of every served resource
 // whose value in etcd is not in the registry's storage encoding
-// (Registry.MediaType), and reports per resource how many it rewrote and
-// how many were already current. Run it after switching
-// --storage-media-type, once no server writes the old encoding any more;
-// reading never needs it (every encoding stays readable).
+// (Registry.MediaType) or not under the primary key of its encryption
+// configuration (Config.Transformers), and reports per resource how many it
+// rewrote and how many were already current. Run it after switching
+// --storage-media-type, or after making a new encryption key primary, once
+// no server writes the old encoding or with the old key any more; reading
+// never needs it (every encoding, and every key still configured, stays
+// readable).
 //
 // It follows Kubernetes' storage version migrator: it reads each
-// resource's key range from etcd (in pages of PageSize, at one revision)
-// to see each value's encoding (storage.MediaTypeOfValue), and rewrites
+// resource's key range from etcd (in pages of PageSize, at one revision),
+// decrypts each value with the resource's transformer (which reports a
+// value under a non-primary provider or key as stale, as kube-apiserver's
+// prefix transformers do) to see its encoding (storage.MediaTypeOfValue),
+// and rewrites
 // each stale object through the resource's store with a no-op
 // GuaranteedUpdate guarded by the resourceVersion it read. The storage
 // codec re-encodes the object unchanged: uid, spec, status, labels,
@@ -137,7 +161,8 @@ func (r ResourceRewrite) String() string {
 //
 // Errors: ctx ending (the report counts what was done so far), etcd
 // unreachable, or values that cannot be rewritten (for example bytes that
-// no serializer decodes); in the last case every other object is still
+// no serializer decodes, or a value no configured key decrypts); in the
+// last case every other object is still
 // rewritten, the report counts the failures and the error names the first
 // few keys.
 func (r *Registry) RewriteStorage(ctx context.Context, opts RewriteOptions) (RewriteReport, error) {
@@ -160,7 +185,11 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts RewriteOptions) (Rew
 			continue // its objects are those of the resource it is stored as
 		}
 		st := r.stores[res.GroupVersionResource()]
-		rw := &resourceRewriter{reg: r, cli: cli, st: st, report: ResourceRewrite{Resource: res.GroupResource(), MediaType: r.mediaType}}
+		tr, ok := storage.TransformerFor(r.getter, res.GroupResource())
+		if !ok {
+			return report, fmt.Errorf("registry: rewrite %s: the registry has no storage options getter", res.GroupResource())
+		}
+		rw := &resourceRewriter{reg: r, cli: cli, st: st, transformer: tr, report: ResourceRewrite{Resource: res.GroupResource(), MediaType: r.mediaType}}
 		err := rw.run(ctx, opts)
 		report.Resources = append(report.Resources, rw.report)
 		failed += rw.report.Failed
@@ -183,17 +212,35 @@ type resourceRewriter struct {
 	reg *Registry
 	cli *clientv3.Client
 	st  *Store
+	// transformer decrypts the resource's values (identity when the
+	// registry has no encryption).
+	transformer value.Transformer
 
 	mu     sync.Mutex
 	report ResourceRewrite
 	errs   []error // the first maxRewriteErrors per-object errors
 }
 
-// staleValue is one value found in another encoding than the registry's.
+// staleValue is one value found in another encoding than the registry's,
+// or not under the primary encryption key.
 type staleValue struct {
 	key         string // the etcd key
 	modRevision int64
-	mediaType   string
+	mediaType   string // of the decrypted value
+	// notPrimaryKey: the transformer reported the value stale.
+	notPrimaryKey bool
+}
+
+// inspect decrypts one raw etcd value and says whether it is current: in
+// the registry's encoding and under the primary key. The error names the
+// key when no configured key decrypts the value.
+func (w *resourceRewriter) inspect(ctx context.Context, kv *mvccpb.KeyValue) (staleValue, bool, error) {
+	plain, stale, err := w.transformer.TransformFromStorage(ctx, kv.Value, value.DefaultContext(kv.Key))
+	if err != nil {
+		return staleValue{}, false, fmt.Errorf("%s: decrypt (is its key still in the encryption configuration?): %w", kv.Key, err)
+	}
+	v := staleValue{key: string(kv.Key), modRevision: kv.ModRevision, mediaType: storage.MediaTypeOfValue(plain), notPrimaryKey: stale}
+	return v, v.mediaType == w.reg.mediaType && !stale, nil
 }
 
 // rewriteOutcome is what happened to one stale value.
@@ -274,14 +321,15 @@ func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			mt := storage.MediaTypeOfValue(kv.Value)
-			if mt == w.reg.mediaType {
-				w.mu.Lock()
-				w.report.AlreadyCurrent++
-				w.mu.Unlock()
+			v, current, err := w.inspect(ctx, kv)
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil || current {
+				w.count(v, outcomeAlreadyCurrent, err)
 				continue
 			}
-			if !stale(staleValue{key: string(kv.Key), modRevision: kv.ModRevision, mediaType: mt}) {
+			if !stale(v) {
 				return ctx.Err()
 			}
 		}
@@ -322,11 +370,14 @@ func (w *resourceRewriter) rewrite(ctx context.Context, v staleValue) (rewriteOu
 		if len(resp.Kvs) == 0 {
 			return outcomeDeleted, nil
 		}
-		kv := resp.Kvs[0]
-		if storage.MediaTypeOfValue(kv.Value) == w.reg.mediaType {
+		again, current, err := w.inspect(ctx, resp.Kvs[0])
+		if err != nil {
+			return 0, err
+		}
+		if current {
 			return outcomeAlreadyCurrent, nil
 		}
-		v.modRevision = kv.ModRevision
+		v = again
 	}
 	return 0, fmt.Errorf("%s: changed by concurrent writes %d times in a row; run the rewrite again", v.key, rewriteAttempts)
 }
@@ -343,10 +394,15 @@ func (w *resourceRewriter) count(v staleValue, outcome rewriteOutcome, err error
 		}
 	case outcome == outcomeRewritten:
 		w.report.Rewritten++
-		if w.report.From == nil {
-			w.report.From = map[string]int{}
+		if v.notPrimaryKey {
+			w.report.NotPrimaryKey++
 		}
-		w.report.From[v.mediaType]++
+		if v.mediaType != w.reg.mediaType {
+			if w.report.From == nil {
+				w.report.From = map[string]int{}
+			}
+			w.report.From[v.mediaType]++
+		}
 	case outcome == outcomeAlreadyCurrent:
 		w.report.AlreadyCurrent++
 	case outcome == outcomeDeleted:

@@ -94,6 +94,11 @@ type Options struct {
 	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
 	// flag.
 	RequestBodyTimeout time.Duration
+
+	// Encryption is encryption at rest (--encryption-provider-config,
+	// --encryption-provider-config-automatic-reload, --secrets-encryption);
+	// see EncryptionOptions.
+	Encryption EncryptionOptions
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -112,6 +117,8 @@ func NewOptions() *Options {
 		AuthorizationMode: AuthorizationAlwaysAllow,
 
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
+
+		Encryption: NewEncryptionOptions(),
 	}
 }
 
@@ -131,6 +138,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
+	o.Encryption.AddFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -175,6 +183,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
+	errs = append(errs, o.Encryption.Validate(len(o.EtcdServers) != 0)...)
 	return errors.Join(errs...)
 }
 
@@ -223,7 +232,8 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 //  2. it binds BindAddress:SecurePort (unless Listener is set), so a taken
 //     port fails now with an error naming --secure-port and the address,
 //     before etcd starts;
-//  3. it generates the CA, serving certificate and admin token on first
+//  3. it generates the CA, serving certificate, admin token and (see
+//     EncryptionOptions.SecretsEncryption) the encryption key on first
 //     start (reusing them afterwards).
 //
 // admin.kubeconfig is not written here but by Server.Run, when the server
@@ -276,6 +286,9 @@ func (o *Options) Config() (cfg *Config, err error) {
 	token, err := ensureAdminToken(dir)
 	if err != nil {
 		return nil, fmt.Errorf("admin token: %w", err)
+	}
+	if err := opts.Encryption.ensureGenerated(dir, len(opts.EtcdServers) == 0); err != nil {
+		return nil, err
 	}
 	host, port := clientHost(addr.IP), addr.Port
 	return &Config{

@@ -54,6 +54,8 @@ type Server struct {
 	config   CompletedConfig
 	registry *registry.Registry
 	ready    chan struct{}
+	// encryption is the loaded encryption configuration (encryption.go).
+	encryption *encryption
 
 	// Authentication and authorization, kept for the review APIs.
 	tokens    authenticator.Request // bearer tokens: admin and --token-auth-file
@@ -117,6 +119,11 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	} else {
 		rc.Etcd = o.etcdClientConfig()
 	}
+	// Before etcd starts: a bad encryption config changes nothing.
+	if s.encryption, err = o.Encryption.loadEncryption(ctx, o.DataDir, len(o.EtcdServers) == 0); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	rc.Transformers = s.encryption.transformers
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -145,6 +152,14 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if s.rbac != nil {
 		s.rbac.SetEscalationAuthorizer(gc.Authorization.Authorizer)
 		if err := s.startRBAC(ctx, resources); err != nil {
+			return nil, err
+		}
+	}
+	if s.encryption.dynamic != nil {
+		if err := s.generic.AddPostStartHook("start-encryption-provider-config-automatic-reload", func(genericapiserver.PostStartHookContext) error {
+			s.encryption.runReload()
+			return nil
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -233,6 +248,10 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.OpenAPIV3Config.Info.Title = "customapi"
 
 	gc.AddHealthChecks(healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() }))
+	// KMS plugins' health in /healthz and /readyz, not /livez, as
+	// kube-apiserver (EtcdOptions.addHealthChecksWithoutLivez).
+	gc.HealthzChecks = append(gc.HealthzChecks, s.encryption.healthChecks...)
+	gc.ReadyzChecks = append(gc.ReadyzChecks, s.encryption.healthChecks...)
 	return gc, rules, nil
 }
 
@@ -433,6 +452,7 @@ func (s *Server) release() error {
 		if s.registry != nil {
 			regErr = s.registry.Close()
 		}
+		s.encryption.close()
 		s.releaseErr = errors.Join(regErr, s.config.owned.release())
 	})
 	return s.releaseErr

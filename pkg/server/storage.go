@@ -16,8 +16,12 @@ import (
 // name, without serving: for commands that work on the stored objects
 // (`customapi storage rewrite`). It uses the storage options only
 // (--data-dir, --etcd-servers and its TLS files, --etcd-prefix,
-// --storage-media-type, --watch-cache) and opens the same storage
-// `customapi serve` with these options would.
+// --storage-media-type, --watch-cache, the encryption options) and opens
+// the same storage `customapi serve` with these options would: with the
+// RBAC resources when AuthorizationMode lists RBAC, and values encrypted
+// and decrypted as serve's (--encryption-provider-config, or the data dir's
+// generated EncryptionConfigFile when it exists: it is never generated
+// here). A bad encryption configuration fails before etcd is opened.
 //
 // With the embedded etcd it takes the data dir's lock first, as Config
 // does, so it fails at once with a *DataDirInUseError while a server (or
@@ -32,16 +36,23 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 		return nil, nil, err
 	}
 	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
-	if len(o.EtcdServers) != 0 {
-		rc.Etcd = o.etcdClientConfig()
-		if reg, err = registry.Open(ctx, rc, resources...); err != nil {
-			return nil, nil, err
-		}
-		return reg, reg.Close, nil
-	}
+	_, resources = newRBAC(*o, resources)
 	dir, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	enc := &encryption{}
+	if len(o.EtcdServers) != 0 {
+		rc.Etcd = o.etcdClientConfig()
+		if enc, err = o.Encryption.loadEncryption(ctx, dir, false); err != nil {
+			return nil, nil, err
+		}
+		rc.Transformers = enc.transformers
+		if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+			enc.close()
+			return nil, nil, err
+		}
+		return reg, func() error { err := reg.Close(); enc.close(); return err }, nil
 	}
 	etcdData := filepath.Join(dir, etcdDir)
 	if _, err := os.Stat(etcdData); err != nil {
@@ -54,9 +65,21 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 	if err != nil {
 		return nil, nil, err
 	}
-	rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: etcdData, UnsafeNoFsync: o.EtcdUnsafeNoFsync}
-	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+	// The data dir's generated key is used, never generated here.
+	e := o.Encryption
+	if path, generated, _ := e.configFile(dir, true); generated {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			e.SecretsEncryption = false
+		}
+	}
+	if enc, err = e.loadEncryption(ctx, dir, true); err != nil {
 		return nil, nil, errors.Join(err, lock.release())
 	}
-	return reg, func() error { return errors.Join(reg.Close(), lock.release()) }, nil
+	rc.Transformers = enc.transformers
+	rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: etcdData, UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+		enc.close()
+		return nil, nil, errors.Join(err, lock.release())
+	}
+	return reg, func() error { err := reg.Close(); enc.close(); return errors.Join(err, lock.release()) }, nil
 }

@@ -14,6 +14,8 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 
 	"github.com/customapi/customapi/pkg/etcd"
 )
@@ -63,6 +65,16 @@ type Config struct {
 	// with 503 ServiceUnavailable. Keep it above the time the largest
 	// unpaginated list takes.
 	ReadTimeout time.Duration
+	// Transformers encrypt values at rest: each resource's values pass
+	// through TransformerForResource(gr) on their way to and from etcd, with
+	// the value's full etcd key as authenticated data, as kube-apiserver's
+	// --encryption-provider-config does (storagebackend.Config.Transformer).
+	// gr is the resource whose keys hold the value: for a resource stored as
+	// another (StoredAs) that other resource. Build it with
+	// k8s.io/apiserver/pkg/server/options/encryptionconfig
+	// (LoadEncryptionConfig, then StaticTransformers or DynamicTransformers).
+	// nil stores values as they are encoded (no encryption).
+	Transformers value.ResourceTransformers
 }
 
 // Validate returns an error naming the first invalid field.
@@ -119,6 +131,7 @@ func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 		watchCache:   !c.DisableWatchCache,
 		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),
 		readTimeout:  effectiveTimeout(c.ReadTimeout, DefaultReadTimeout),
+		transformers: c.Transformers,
 	}, nil
 }
 
@@ -141,6 +154,7 @@ type restOptionsGetter struct {
 	backend                   storagebackend.Config
 	watchCache                bool
 	writeTimeout, readTimeout time.Duration
+	transformers              value.ResourceTransformers // nil: none
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -211,6 +225,10 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 	backend := g.backend
 	backend.Codec = codec
 	backend.EncodeVersioner = encodeVersioner
+	// The transformer of the resource whose keys hold the values: the etcd
+	// key is the authenticated data, so a resource stored as another must
+	// use the other's, as kube-apiserver does for events.
+	backend.Transformer = g.transformerFor(gr)
 
 	decorator := generic.UndecoratedStorage
 	if g.watchCache {
@@ -225,6 +243,25 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          ResourcePrefix(gr),
 	}, nil
+}
+
+// TransformerFor returns the transformer values of gr pass through (see
+// Config.Transformers): the configured one, or identity (no encryption)
+// when Config.Transformers is nil. getter must come from
+// Config.RESTOptionsGetter; ok is false otherwise.
+func TransformerFor(getter generic.RESTOptionsGetter, gr schema.GroupResource) (t value.Transformer, ok bool) {
+	g, ok := getter.(*restOptionsGetter)
+	if !ok {
+		return nil, false
+	}
+	return g.transformerFor(gr), true
+}
+
+func (g *restOptionsGetter) transformerFor(gr schema.GroupResource) value.Transformer {
+	if g.transformers == nil {
+		return identity.NewEncryptCheckTransformer()
+	}
+	return g.transformers.TransformerForResource(gr)
 }
 
 // servedKind returns the external GroupVersionKind example is registered

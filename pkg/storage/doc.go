@@ -17,6 +17,11 @@
 // resources and <prefix>/<group>/<resource>/<name> for cluster-scoped ones,
 // with prefix "/registry" by default: the layout kube-apiserver uses.
 //
+// Config.Transformers encrypts values at rest, as kube-apiserver's
+// --encryption-provider-config: one value.Transformer per GroupResource
+// (the stored one for a resource kept in another's storage, since the
+// etcd key is the authenticated data); TransformerFor returns it.
+//
 // Errors from etcd that upstream reports as 500s are mapped to Kubernetes
 // Status errors here: a value over etcd's request limit becomes 413
 // RequestEntityTooLarge. Every write and every read that goes to etcd has a

@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/server/options/encryptionconfig"
+	encryptionconfigcontroller "k8s.io/apiserver/pkg/server/options/encryptionconfig/controller"
+	"k8s.io/apiserver/pkg/storage/value"
+
+	"github.com/customapi/customapi/internal/pki"
+)
+
+// EncryptionConfigFile is the EncryptionConfiguration that `serve`
+// generates in the data dir (mode 0600) when SecretsEncryption is on and no
+// --encryption-provider-config is given: a random 32-byte secretbox key
+// named DefaultEncryptionKeyName for secrets, then identity. It holds the
+// only copy of the key: a backup of the data dir must include it, or the
+// restored Secrets cannot be read.
+const EncryptionConfigFile = "encryption-config.yaml"
+
+// DefaultEncryptionKeyName is the name of the key in a generated
+// EncryptionConfigFile; values it encrypts start with
+// k8s:enc:secretbox:v1:key1: in etcd.
+const DefaultEncryptionKeyName = "key1"
+
+// encryptionAPIServerID labels the KMS v2 metrics of the transformers
+// (kube-apiserver passes its --apiserver-id-derived identity).
+const encryptionAPIServerID = "customapi"
+
+// EncryptionOptions are the settings of encryption at rest: kube-apiserver's
+// --encryption-provider-config and --encryption-provider-config-automatic-reload,
+// and customapi's own --secrets-encryption default (as k3s'
+// --secrets-encryption, but on by default).
+type EncryptionOptions struct {
+	// ProviderConfigFile is an EncryptionConfiguration
+	// (apiserver.config.k8s.io/v1) file (--encryption-provider-config):
+	// per resource (wildcards *.* and *.<group> as kube) the providers
+	// identity, aescbc, aesgcm, secretbox and kms (apiVersion v2), the first
+	// key of the first provider encrypting, all of them decrypting. It
+	// replaces the generated EncryptionConfigFile.
+	ProviderConfigFile string
+	// AutomaticReload re-reads the configuration file once a minute and
+	// uses a new valid content without a restart; an invalid content is
+	// logged and the old configuration kept
+	// (--encryption-provider-config-automatic-reload). KMS health is then
+	// one check, kms-providers, as in kube-apiserver.
+	AutomaticReload bool
+	// SecretsEncryption, when ProviderConfigFile is empty and etcd is
+	// embedded, encrypts secrets with the key of <data-dir>/EncryptionConfigFile,
+	// generating that file on the first start (--secrets-encryption,
+	// default true). A data dir whose secrets were written before stays
+	// readable (identity is the last provider); `customapi storage
+	// rewrite` encrypts them. Turning it off while the file exists is
+	// refused: its key is still needed to read the secrets (see
+	// docs/serving.md, "Encryption at rest", to decrypt them first). With
+	// --etcd-servers nothing is generated: give every server the same
+	// ProviderConfigFile.
+	SecretsEncryption bool
+}
+
+// NewEncryptionOptions returns the defaults: no configuration file, no
+// reload, Secrets encrypted by the generated key.
+func NewEncryptionOptions() EncryptionOptions {
+	return EncryptionOptions{SecretsEncryption: true}
+}
+
+// AddFlags binds the options to --encryption-provider-config,
+// --encryption-provider-config-automatic-reload and --secrets-encryption.
+func (e *EncryptionOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile, "EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's): which resources are encrypted in etcd, with which providers (identity, aescbc, aesgcm, secretbox, kms v2) and keys. Replaces the generated <data-dir>/"+EncryptionConfigFile+".")
+	fs.BoolVar(&e.AutomaticReload, "encryption-provider-config-automatic-reload", e.AutomaticReload, "Re-read the encryption configuration file once a minute and use a new valid content without a restart (an invalid one is logged and ignored). KMS health is then one /readyz check, kms-providers.")
+	fs.BoolVar(&e.SecretsEncryption, "secrets-encryption", e.SecretsEncryption, "Without --encryption-provider-config and with the embedded etcd: encrypt Secrets in etcd with a key generated into <data-dir>/"+EncryptionConfigFile+" (secretbox, mode 0600; back it up with the data dir).")
+}
+
+// Validate returns the problems of the options; externalEtcd says whether
+// --etcd-servers is given.
+func (e *EncryptionOptions) Validate(externalEtcd bool) []error {
+	var errs []error
+	if e.ProviderConfigFile != "" {
+		if _, err := os.Stat(e.ProviderConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("--encryption-provider-config: %w", err))
+		}
+	} else if e.AutomaticReload && (externalEtcd || !e.SecretsEncryption) {
+		errs = append(errs, errors.New("--encryption-provider-config-automatic-reload needs --encryption-provider-config (or the generated file of --secrets-encryption with the embedded etcd)"))
+	}
+	return errs
+}
+
+// configFile returns the EncryptionConfiguration file to use ("" for
+// none) and whether it is the generated one. It refuses a data dir whose
+// generated key is still there while SecretsEncryption is off.
+func (e *EncryptionOptions) configFile(dataDir string, embedded bool) (path string, generated bool, err error) {
+	if e.ProviderConfigFile != "" {
+		return e.ProviderConfigFile, false, nil
+	}
+	if !embedded {
+		return "", false, nil
+	}
+	path = filepath.Join(dataDir, EncryptionConfigFile)
+	if e.SecretsEncryption {
+		return path, true, nil
+	}
+	if _, err := os.Stat(path); err == nil {
+		return "", false, fmt.Errorf("--secrets-encryption=false, but %s holds the key of this data dir's encrypted Secrets, which could then not be read: "+
+			"to decrypt them, put \"- identity: {}\" first among its providers, start serve once and run `customapi storage rewrite`; then delete the file", path)
+	}
+	return "", false, nil
+}
+
+// ensureGenerated writes the default EncryptionConfigFile into dataDir
+// unless it exists (it is then used as it is: it may have been edited, for
+// example to rotate its key). The key is 32 random bytes.
+func (e *EncryptionOptions) ensureGenerated(dataDir string, embedded bool) error {
+	path, generated, err := e.configFile(dataDir, embedded)
+	if err != nil || !generated {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("encryption config: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("encryption key: %w", err)
+	}
+	if err := pki.WriteFileAtomic(path, defaultEncryptionConfig(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		return fmt.Errorf("encryption config: %w", err)
+	}
+	return nil
+}
+
+// defaultEncryptionConfig is the generated file's content. secretbox
+// (XSalsa20-Poly1305, authenticated, 24-byte random nonces) is what the
+// Kubernetes docs rate strong among the local providers: aescbc is open to
+// padding-oracle attacks and aesgcm's random 96-bit nonces need a new key
+// every 200,000 writes. identity last keeps values written before readable.
+func defaultEncryptionConfig(secret string) []byte {
+	return fmt.Appendf(nil, `# Generated by customapi serve (--secrets-encryption): the key that encrypts
+# Secrets in etcd. Keep it secret and back it up with the data dir: without it
+# the Secrets cannot be read. Edits take effect at the next start (or within a
+# minute with --encryption-provider-config-automatic-reload). To rotate the key
+# or encrypt more resources, see docs/serving.md, "Encryption at rest".
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources:
+      - secrets
+    providers:
+      - secretbox:
+          keys:
+            - name: %s
+              secret: %s
+      - identity: {}
+`, DefaultEncryptionKeyName, secret)
+}
+
+// encryption is a loaded encryption configuration: the transformers for
+// the storage, the KMS health checks for /healthz and /readyz, and the
+// reload controller. close ends its KMS connections and the controller.
+type encryption struct {
+	path         string
+	transformers value.ResourceTransformers // nil: no encryption
+	healthChecks []healthz.HealthChecker
+	// dynamic is set with AutomaticReload: the controller swaps its
+	// transformers when the file changes.
+	dynamic *encryptionconfig.DynamicTransformers
+	hash    string
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// loadEncryption loads the configuration file of e (configFile) with
+// k8s.io/apiserver's encryptionconfig.LoadEncryptionConfig, as
+// kube-apiserver's EtcdOptions does: StaticTransformers, or
+// DynamicTransformers with AutomaticReload. Errors name the file and, for
+// an invalid content, the field (for example
+// resources[0].providers[0].aescbc.keys[0].secret). The returned value's
+// close must be called once the storage is closed; with no file it holds
+// no transformers.
+func (e *EncryptionOptions) loadEncryption(ctx context.Context, dataDir string, embedded bool) (*encryption, error) {
+	path, generated, err := e.configFile(dataDir, embedded)
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return &encryption{}, nil
+	}
+	flag := "--encryption-provider-config " + path
+	if generated {
+		flag = "encryption config " + path + " (generated by --secrets-encryption)"
+	}
+	// As kube-apiserver: the transformers' context (KMS connections) is a
+	// child of the server's, which also runs the reload controller.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	tctx, closeTransformers := context.WithCancel(sctx)
+	cfg, err := encryptionconfig.LoadEncryptionConfig(tctx, path, e.AutomaticReload, encryptionAPIServerID)
+	if err != nil {
+		closeTransformers()
+		cancel()
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	enc := &encryption{path: path, hash: cfg.EncryptionFileContentHash, ctx: sctx, cancel: cancel}
+	if e.AutomaticReload {
+		if len(cfg.HealthChecks) != 1 {
+			closeTransformers()
+			cancel()
+			return nil, fmt.Errorf("%s: reload needs exactly one KMS health check, got %d", flag, len(cfg.HealthChecks))
+		}
+		// The dynamic transformers own the transformers' cancellation.
+		enc.dynamic = encryptionconfig.NewDynamicTransformers(cfg.Transformers, cfg.HealthChecks[0], closeTransformers, cfg.KMSCloseGracePeriod)
+		enc.transformers = enc.dynamic
+		enc.healthChecks = []healthz.HealthChecker{enc.dynamic}
+		return enc, nil
+	}
+	_ = closeTransformers // ended with sctx by close
+	enc.transformers = encryptionconfig.StaticTransformers(cfg.Transformers)
+	enc.healthChecks = cfg.HealthChecks
+	return enc, nil
+}
+
+// runReload runs kube-apiserver's reload controller until close; a no-op
+// without AutomaticReload.
+func (enc *encryption) runReload() {
+	if enc == nil || enc.dynamic == nil {
+		return
+	}
+	c := encryptionconfigcontroller.NewDynamicEncryptionConfiguration("encryption-provider-config-automatic-reload-controller",
+		enc.path, enc.dynamic, enc.hash, encryptionAPIServerID)
+	go c.Run(enc.ctx)
+}
+
+// close ends the KMS connections and the reload controller. Idempotent;
+// nil-safe.
+func (enc *encryption) close() {
+	if enc != nil && enc.cancel != nil {
+		enc.cancel()
+	}
+}
