@@ -3,11 +3,12 @@
 # in-flight limits do: docs/performance.md, "Admin load and in-flight limits".
 #
 # Usage:
-#   hack/admin-load.sh [--customapi PATH] [--objects N] [--duration D] [--heap-profile DIR] [-- SERVE FLAGS...]
+#   hack/admin-load.sh [--customapi PATH] [--objects N] [--duration D] [--case NAME] [--heap-profile DIR] [-- SERVE FLAGS...]
 #
 #   --customapi     a customapi binary; default: go build ./cmd/customapi
 #   --objects       Custom objects to write first (default 10000)
 #   --duration      how long each case loads the server (default 60s; at most 10m)
+#   --case          run only this case: lists or lists+watches (default both)
 #   --heap-profile  write a heap profile of the server, taken halfway through each case, into DIR
 #   after --        more flags for customapi serve (for example --max-requests-inflight=100)
 #
@@ -27,12 +28,14 @@ customapi=""
 objects=10000
 duration=60s
 profiles=""
+only=""
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--customapi) customapi="$2"; shift 2 ;;
 	--objects) objects="$2"; shift 2 ;;
 	--duration) duration="$2"; shift 2 ;;
 	--heap-profile) profiles="$2"; shift 2 ;;
+	--case) only="$2"; shift 2 ;;
 	--) shift; break ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
@@ -79,6 +82,7 @@ status() { awk -v k="$1:" '$1 == k {print $2 / 1024 " MiB"}' "/proc/$pid/status"
 run_case() {
 	local name="$1"
 	shift
+	[[ -z "$only" || "$only" == "$name" ]] || return 0
 	local dir="$work/$name" profile=()
 	start "$dir"
 	# The break-glass credential reads the heap profile (the admin of an
