@@ -79,9 +79,9 @@ type Options struct {
 	// (every authenticated user may do everything), RBAC, Webhook,
 	// AlwaysDeny; the first that allows or denies decides, and a request no
 	// mode allows is 403. Whatever the modes, members of system:masters (the
-	// super-admin, not the admin) may do everything and anyone may GET the ProbePaths. With RBAC the server
-	// also serves rbac.authorization.k8s.io/v1 and creates the bootstrap
-	// policy. Default (NewOptions): AlwaysAllow; `customapi serve`: RBAC.
+	// super-admin, not the admin) may do everything and anyone may GET the
+	// ProbePaths. With RBAC the server also serves
+	// rbac.authorization.k8s.io/v1 and creates the bootstrap policy. Default (NewOptions): AlwaysAllow; `customapi serve`: RBAC.
 	AuthorizationMode string
 	// AuthorizationWebhookConfigFile is the kubeconfig of the
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
@@ -246,8 +246,8 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 //     dir without a super-admin token gets one).
 //
 // admin.kubeconfig and super-admin.kubeconfig are not written here but by
-// Server.Run, when the server starts serving. The returned Config owns the lock and the listener (a
-// Listener given in the options becomes the Config's): New hands them to
+// Server.Run, when the server starts serving. The returned Config owns the
+// lock and the listener (a Listener given in the options becomes the Config's): New hands them to
 // the Server, whose Close releases them; call Config.Close only when New
 // is not called or fails.
 func (o *Options) Config() (cfg *Config, err error) {
