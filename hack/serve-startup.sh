@@ -51,7 +51,7 @@ start() {
 	"$customapi" serve --data-dir "$dir" --secure-port 0 "${extra[@]}" >"$dir.log" 2>&1 &
 	pid=$!
 	until [[ -s "$dir/admin.kubeconfig" ]] && url="$(sed -n 's/^ *server: //p' "$dir/admin.kubeconfig" | head -1)" && [[ -n "$url" ]] &&
-		token="$(cut -d, -f1 "$dir/tokens.csv" 2>/dev/null)" &&
+		token="$(sed -n "s/^\([^,]*\),admin,.*/\1/p" "$dir/tokens.csv" 2>/dev/null)" &&
 		[[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/ca.crt" -H "Authorization: Bearer $token" "$url/readyz")" == 200 ]]; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			echo "serve exited; log:" >&2

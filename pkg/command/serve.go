@@ -40,8 +40,11 @@ certificate and an admin token are generated into --data-dir, with
   kubectl --kubeconfig ` + opts.DataDir + `/admin.kubeconfig get ` + served[0] + `
 
 Anonymous requests are rejected (401). Authorization is RBAC by default
-(--authorization-mode): admin.kubeconfig is system:masters; mint other users
-with '` + cfg.Name + ` kubeconfig --user NAME --group GROUP' and bind them roles.
+(--authorization-mode): admin.kubeconfig is user admin in group
+customapi:cluster-admins, bound to cluster-admin and subject to the in-flight
+limits; super-admin.kubeconfig (system:masters) is the break-glass
+credential, to keep offline. Mint other users with
+'` + cfg.Name + ` kubeconfig --user NAME --group GROUP' and bind them roles.
 
 One process owns a data dir: a second serve on it fails at once naming the
 owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a

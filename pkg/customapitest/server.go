@@ -36,14 +36,24 @@ type Options struct {
 type Server struct {
 	// URL is the server's base URL, for example https://127.0.0.1:41235.
 	URL string
-	// Config authenticates as the admin user and trusts the server's CA.
+	// Config authenticates as the admin user (server.AdminUser, group
+	// server.AdminGroup: subject to authorization and the in-flight
+	// limits; allowed everything under the default AlwaysAllow and, with
+	// RBAC, by its cluster-admin binding) and trusts the server's CA.
 	Config *rest.Config
+	// SuperAdminConfig authenticates as the break-glass super-admin
+	// (server.SuperAdminUser, group system:masters: allowed everything by
+	// any authorization mode, never refused by the in-flight limits), for
+	// tests that must bypass authorization.
+	SuperAdminConfig *rest.Config
 	// Dynamic is a dynamic client built from Config.
 	Dynamic dynamic.Interface
 	// HTTPClient sends authenticated requests to URL (HTTP/2, admin token).
 	HTTPClient *http.Client
 	// KubeconfigPath is the generated admin kubeconfig, for kubectl.
 	KubeconfigPath string
+	// SuperAdminKubeconfigPath is the generated super-admin kubeconfig.
+	SuperAdminKubeconfigPath string
 	// DataDir holds the server's certificates, tokens and embedded etcd.
 	DataDir string
 
@@ -124,6 +134,8 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
 		QPS:             -1, // no client-side rate limit in tests
 	}
+	s.SuperAdminConfig = rest.CopyConfig(s.Config)
+	s.SuperAdminConfig.BearerToken = cfg.SuperAdminToken
 	if s.Dynamic, err = dynamic.NewForConfig(s.Config); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -134,6 +146,7 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 	}
 	s.URL = strings.TrimSuffix(cfg.URL, "/")
 	s.KubeconfigPath = cfg.KubeconfigPath
+	s.SuperAdminKubeconfigPath = cfg.SuperAdminKubeconfigPath
 	s.DataDir = cfg.Options.DataDir
 	return s, nil
 }

@@ -20,6 +20,12 @@ const (
 	AggregateToViewLabel = "rbac.authorization.k8s.io/aggregate-to-view"
 )
 
+// ClusterAdminsGroup is the group the bootstrap policy binds to the ClusterRole cluster-admin through the
+// ClusterRoleBinding of the same name: the group of customapi's generated admin, an ordinary group whose members
+// RBAC (and the in-flight limits) still apply to, unlike system:masters. kubeadm's kubeadm:cluster-admins
+// (kubernetes/kubeadm#2414) is the model.
+const ClusterAdminsGroup = "customapi:cluster-admins"
+
 // Verb sets of the bootstrap policy, kube's Read, Write and ReadWrite.
 var (
 	readVerbs      = []string{"get", "list", "watch"}
@@ -31,7 +37,8 @@ var (
 type Policy struct {
 	// ClusterRoles to create, in a fixed order.
 	ClusterRoles []rbacv1.ClusterRole
-	// ClusterRoleBindings to create, each named as the ClusterRole it binds.
+	// ClusterRoleBindings to create, each named as the ClusterRole it binds but ClusterAdminsGroup's (named as the
+	// group).
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 }
 
@@ -39,7 +46,8 @@ type Policy struct {
 // labelled (kubernetes.io/bootstrapping: rbac-defaults) and annotated (rbac.authorization.kubernetes.io/
 // autoupdate: "true") as kube-apiserver's bootstrap policy:
 //
-//   - cluster-admin: everything, bound to the group system:masters;
+//   - cluster-admin: everything, bound to the group system:masters (binding cluster-admin) and to the group
+//     [ClusterAdminsGroup] (binding customapi:cluster-admins, as kubeadm's kubeadm:cluster-admins);
 //   - system:discovery (get on /api, /apis, /openapi, /version and the health endpoints) and system:basic-user
 //     (create selfsubjectaccessreviews, selfsubjectrulesreviews, selfsubjectreviews), bound to
 //     system:authenticated; system:public-info-viewer (get on the health endpoints and /version), bound to
@@ -97,6 +105,7 @@ func BootstrapPolicy() Policy {
 	aggregateInPlace(roles)
 	bindings := []rbacv1.ClusterRoleBinding{
 		clusterRoleBinding("cluster-admin", user.SystemPrivilegedGroup),
+		namedClusterRoleBinding(ClusterAdminsGroup, "cluster-admin", ClusterAdminsGroup),
 		clusterRoleBinding("system:monitoring", user.MonitoringGroup),
 		clusterRoleBinding("system:discovery", user.AllAuthenticated),
 		clusterRoleBinding("system:basic-user", user.AllAuthenticated),
@@ -154,9 +163,13 @@ func aggregatedClusterRole(name string, labels map[string]string, selectLabel st
 }
 
 func clusterRoleBinding(roleName string, groups ...string) rbacv1.ClusterRoleBinding {
+	return namedClusterRoleBinding(roleName, roleName, groups...)
+}
+
+func namedClusterRoleBinding(name, roleName string, groups ...string) rbacv1.ClusterRoleBinding {
 	b := rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-		ObjectMeta: bootstrapMeta(roleName, nil),
+		ObjectMeta: bootstrapMeta(name, nil),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roleName},
 	}
 	for _, g := range groups {

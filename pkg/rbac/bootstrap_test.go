@@ -73,7 +73,11 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 		if b.Labels[BootstrappingLabel] != "rbac-defaults" || b.Annotations[rbacv1.AutoUpdateAnnotationKey] != "true" {
 			t.Errorf("clusterrolebinding %s lacks the bootstrap label or autoupdate annotation", b.Name)
 		}
-		if b.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.Name}) {
+		wantRole := b.Name
+		if b.Name == ClusterAdminsGroup {
+			wantRole = "cluster-admin" // kubeadm's kubeadm:cluster-admins pattern
+		}
+		if b.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: wantRole}) {
 			t.Errorf("clusterrolebinding %s: roleRef %v", b.Name, b.RoleRef)
 		}
 		for _, s := range b.Subjects {
@@ -82,6 +86,7 @@ func TestBootstrapPolicyObjects(t *testing.T) {
 	}
 	wantSubjects := map[string][]string{
 		"cluster-admin":             {"Group:system:masters"},
+		ClusterAdminsGroup:          {"Group:" + ClusterAdminsGroup},
 		"system:discovery":          {"Group:system:authenticated"},
 		"system:basic-user":         {"Group:system:authenticated"},
 		"system:public-info-viewer": {"Group:system:authenticated", "Group:system:unauthenticated"},
@@ -132,6 +137,7 @@ func TestBootstrapAuthorization(t *testing.T) {
 	dave := &user.DefaultInfo{Name: "dave", Groups: authenticated}
 	anonymous := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 	root := &user.DefaultInfo{Name: "root", Groups: []string{user.SystemPrivilegedGroup, user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{ClusterAdminsGroup, user.AllAuthenticated}}
 
 	r := func(u user.Info, verb, group, resource, sub, ns string) authorizer.AttributesRecord {
 		a := resourceRequest(verb, group, resource, sub, "x")
@@ -180,6 +186,8 @@ func TestBootstrapAuthorization(t *testing.T) {
 		{"anonymous no discovery", p(anonymous, "/apis"), false},
 		{"system:masters everything", r(root, "escalate", "anything.io", "things", "sub", ""), true},
 		{"system:masters urls", p(root, "/debug/pprof/"), true},
+		{"cluster-admins everything", r(admin, "escalate", "anything.io", "things", "sub", ""), true},
+		{"cluster-admins urls", p(admin, "/debug/pprof/"), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

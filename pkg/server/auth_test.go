@@ -87,8 +87,9 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
-// With --authorization-mode=Webhook, the SubjectAccessReview webhook decides;
-// system:masters (the admin) is always allowed.
+// With --authorization-mode=Webhook, the SubjectAccessReview webhook decides,
+// for the generated admin too (an ordinary user); system:masters (the
+// super-admin) is always allowed.
 func TestWebhookAuthorization(t *testing.T) {
 	webhook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var review map[string]any
@@ -135,7 +136,8 @@ func TestWebhookAuthorization(t *testing.T) {
 		{"allowed by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs", http.StatusOK},
 		{"denied by the webhook", "alice-token", "/apis/test/v1/namespaces/default/customs/x", http.StatusForbidden},
 		{"other user denied", "bob-token", "/apis/test/v1/namespaces/default/customs", http.StatusForbidden},
-		{"admin always allowed", s.Config.BearerToken, "/apis/test/v1/namespaces/default/customs/x", http.StatusNotFound},
+		{"admin asks the webhook too", s.Config.BearerToken, "/apis/test/v1/namespaces/default/customs", http.StatusForbidden},
+		{"super-admin always allowed", s.SuperAdminConfig.BearerToken, "/apis/test/v1/namespaces/default/customs/x", http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := get(t, s, tc.path, tc.token); got != tc.want {
@@ -145,28 +147,25 @@ func TestWebhookAuthorization(t *testing.T) {
 	}
 
 	// The webhook stopped: requests whose decision is not cached are 503
-	// naming the authorizer; the admin and the probes need no webhook.
+	// naming the authorizer; the super-admin and the probes need no webhook.
 	webhook.Close()
-	e := ownEnv(s)
 	for _, tc := range []struct {
 		name, token, path string
 		want              int
 	}{
 		{"uncached, webhook down", "alice-token", "/apis/test/v1/namespaces/other/customs", http.StatusServiceUnavailable},
 		{"uncached, other user, webhook down", "bob-token", "/apis/test/v1/namespaces/other/customs/y", http.StatusServiceUnavailable},
-		{"admin, webhook down", s.Config.BearerToken, "/apis/test/v1/namespaces/other/customs", http.StatusOK},
+		{"uncached, admin, webhook down", s.Config.BearerToken, "/apis/test/v1/namespaces/other/customs", http.StatusServiceUnavailable},
+		{"super-admin, webhook down", s.SuperAdminConfig.BearerToken, "/apis/test/v1/namespaces/other/customs", http.StatusOK},
 		{"anonymous probe, webhook down", "", "/livez", http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := send(t, e.HTTPClient, s.URL, request{method: http.MethodGet, path: tc.path, header: http.Header{}})
-			if tc.token != s.Config.BearerToken {
-				c := &http.Client{Transport: anonymousTransport(t, s)}
-				hdr := http.Header{}
-				if tc.token != "" {
-					hdr.Set("Authorization", "Bearer "+tc.token)
-				}
-				r = send(t, c, s.URL, request{method: http.MethodGet, path: tc.path, header: hdr})
+			c := &http.Client{Transport: anonymousTransport(t, s)}
+			hdr := http.Header{}
+			if tc.token != "" {
+				hdr.Set("Authorization", "Bearer "+tc.token)
 			}
+			r := send(t, c, s.URL, request{method: http.MethodGet, path: tc.path, header: hdr})
 			if tc.want != http.StatusServiceUnavailable {
 				requireCode(t, r, tc.want)
 				return

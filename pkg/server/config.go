@@ -14,12 +14,25 @@ type Config struct {
 	Options Options
 	// CAData is the PEM CA certificate that signed the serving certificate.
 	CAData []byte
-	// AdminToken is the bearer token of the admin user (group
-	// system:masters).
+	// AdminToken is the bearer token of the admin user (AdminUser, group
+	// AdminGroup: what RBAC grants it, subject to the in-flight limits;
+	// system:masters in a data dir made by an earlier customapi, see
+	// LegacyAdmin).
 	AdminToken string
 	// KubeconfigPath is <data-dir>/admin.kubeconfig, written by
 	// Server.Run when it starts serving.
 	KubeconfigPath string
+	// SuperAdminToken is the bearer token of the break-glass user
+	// SuperAdminUser (group system:masters: allowed everything, exempt
+	// from the in-flight limits).
+	SuperAdminToken string
+	// SuperAdminKubeconfigPath is <data-dir>/super-admin.kubeconfig,
+	// written by Server.Run with admin.kubeconfig.
+	SuperAdminKubeconfigPath string
+	// LegacyAdmin says that the admin token of tokens.csv is in
+	// system:masters (made by an earlier customapi); it keeps that access
+	// until its line is deleted and the server restarted.
+	LegacyAdmin bool
 	// URL is the address clients use, for example https://127.0.0.1:6443.
 	URL string
 

@@ -9,13 +9,17 @@
 //	opts := server.NewOptions()          // defaults; opts.AddFlags(fs) binds flags
 //	cfg, err := opts.Config()            // validates, locks the data dir, binds the port, certificates, credentials
 //	srv, err := server.New(ctx, cfg.Complete(), install.Customs, fleetapi.Devices)
-//	err = srv.Run(ctx)                   // writes admin.kubeconfig, serves until ctx ends, then drains and stops
+//	err = srv.Run(ctx)                   // writes admin.kubeconfig and super-admin.kubeconfig, serves until ctx ends, then drains and stops
 //	// (or srv.Close() to release a server that is not run)
 //
 // Secure by default: HTTPS only, on 127.0.0.1:6443; a CA, an ECDSA P-256
-// serving certificate and an admin bearer token are generated into the data
-// directory on first start and reused afterwards, and
-// <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in. Anonymous
+// serving certificate and two bearer tokens are generated into the data
+// directory on first start and reused afterwards:
+// <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in as AdminUser, an
+// ordinary user in AdminGroup (bound to cluster-admin under RBAC, held to
+// the in-flight limits of LimitOptions), and super-admin.kubeconfig as
+// SuperAdminUser in system:masters, the break-glass credential. TLS 1.2
+// with ECDHE AEAD suites or TLS 1.3 only (TLSOptions). Anonymous
 // requests get 401. Bearer tokens (--token-auth-file, kube's CSV format)
 // and x509 client certificates (--client-ca-file) authenticate;
 // authenticated users may do everything unless

@@ -78,10 +78,10 @@ type Options struct {
 	// asked in order, as kube-apiserver's --authorization-mode: AlwaysAllow
 	// (every authenticated user may do everything), RBAC, Webhook,
 	// AlwaysDeny; the first that allows or denies decides, and a request no
-	// mode allows is 403. Whatever the modes, members of system:masters may
-	// do everything and anyone may GET the ProbePaths. With RBAC the server
-	// also serves rbac.authorization.k8s.io/v1 and creates the bootstrap
-	// policy. Default (NewOptions): AlwaysAllow; `customapi serve`: RBAC.
+	// mode allows is 403. Whatever the modes, members of system:masters (the
+	// super-admin, not the admin) may do everything and anyone may GET the
+	// ProbePaths. With RBAC the server also serves
+	// rbac.authorization.k8s.io/v1 and creates the bootstrap policy. Default (NewOptions): AlwaysAllow; `customapi serve`: RBAC.
 	AuthorizationMode string
 	// AuthorizationWebhookConfigFile is the kubeconfig of the
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
@@ -99,6 +99,14 @@ type Options struct {
 	// --encryption-provider-config-automatic-reload, --secrets-encryption);
 	// see EncryptionOptions.
 	Encryption EncryptionOptions
+	// Limits are the in-flight request limits (--max-requests-inflight,
+	// --max-mutating-requests-inflight). Default NewLimitOptions.
+	Limits LimitOptions
+	// TLS are the accepted TLS versions and cipher suites
+	// (--tls-min-version, --tls-cipher-suites). Default NewTLSOptions.
+	TLS TLSOptions
+	// Debug switches /debug/pprof (--profiling). Default NewDebugOptions.
+	Debug DebugOptions
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -119,6 +127,9 @@ func NewOptions() *Options {
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
 
 		Encryption: NewEncryptionOptions(),
+		Limits:     NewLimitOptions(),
+		TLS:        NewTLSOptions(),
+		Debug:      NewDebugOptions(),
 	}
 }
 
@@ -136,9 +147,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, application/cbor (smaller, faster to decode), or application/vnd.kubernetes.protobuf (only for types with generated protobuf marshallers).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
-	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters (super-admin.kubeconfig) may always do everything; the admin of admin.kubeconfig only what the modes allow.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
 	o.Encryption.AddFlags(fs)
+	o.Limits.AddFlags(fs)
+	o.TLS.AddFlags(fs)
+	o.Debug.AddFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -183,7 +197,10 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
-	errs = append(errs, o.Encryption.Validate(len(o.EtcdServers) != 0)...)
+	//  3. it generates the CA, serving certificate, the admin and
+	//     super-admin tokens (a data dir without a super-admin token gets one)
+	//     and (see EncryptionOptions.SecretsEncryption) the encryption key on
+	//     first start (reusing them afterwards).
 	return errors.Join(errs...)
 }
 
@@ -235,10 +252,13 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 //  3. it generates the CA, serving certificate, admin token and (see
 //     EncryptionOptions.SecretsEncryption) the encryption key on first
 //     start (reusing them afterwards).
+//  3. it generates the CA, serving certificate and the admin and
+//     super-admin tokens on first start (reusing them afterwards; a data
+//     dir without a super-admin token gets one).
 //
-// admin.kubeconfig is not written here but by Server.Run, when the server
-// starts serving. The returned Config owns the lock and the listener (a
-// Listener given in the options becomes the Config's): New hands them to
+// admin.kubeconfig and super-admin.kubeconfig are not written here but by
+// Server.Run, when the server starts serving. The returned Config owns the
+// lock and the listener (a Listener given in the options becomes the Config's): New hands them to
 // the Server, whose Close releases them; call Config.Close only when New
 // is not called or fails.
 func (o *Options) Config() (cfg *Config, err error) {
@@ -283,7 +303,7 @@ func (o *Options) Config() (cfg *Config, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	token, err := ensureAdminToken(dir)
+	tokens, err := ensureAdminTokens(dir)
 	if err != nil {
 		return nil, fmt.Errorf("admin token: %w", err)
 	}
@@ -292,11 +312,14 @@ func (o *Options) Config() (cfg *Config, err error) {
 	}
 	host, port := clientHost(addr.IP), addr.Port
 	return &Config{
-		Options:        opts,
-		CAData:         caPEM,
-		AdminToken:     token,
-		KubeconfigPath: filepath.Join(dir, kubeconfigFile),
-		URL:            "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
-		owned:          res,
+		Options:                  opts,
+		CAData:                   caPEM,
+		AdminToken:               tokens.admin,
+		KubeconfigPath:           filepath.Join(dir, kubeconfigFile),
+		SuperAdminToken:          tokens.superAdmin,
+		SuperAdminKubeconfigPath: filepath.Join(dir, superAdminKubeconfigFile),
+		LegacyAdmin:              tokens.legacyAdmin,
+		URL:                      "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		owned:                    res,
 	}, nil
 }

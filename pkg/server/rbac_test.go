@@ -26,7 +26,7 @@ import (
 )
 
 // startRBAC starts a server with --authorization-mode=RBAC and the bearer tokens alice-token (user alice) and
-// bob-token (user bob), and returns it with a clientset per user (admin is system:masters).
+// bob-token (user bob), and returns it with a clientset per user (admin: the generated admin, bound to cluster-admin).
 func startRBAC(t *testing.T) (s *customapitest.Server, admin, alice, bob kubernetes.Interface) {
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")

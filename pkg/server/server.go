@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -189,6 +188,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
 	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+	o.Limits.applyTo(gc)
+	o.Debug.applyTo(gc)
 
 	serving := genericoptions.NewSecureServingOptions()
 	serving.BindAddress = o.BindAddress
@@ -196,6 +197,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	serving.Listener = o.Listener
 	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
 	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
+	o.TLS.applyTo(serving)
 	if err := serving.ApplyTo(&gc.SecureServing); err != nil {
 		return nil, nil, fmt.Errorf("server: serving: %w", err)
 	}
@@ -327,8 +329,8 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	return nil
 }
 
-// Run writes <data-dir>/admin.kubeconfig (atomically, mode 0600, naming
-// the bound port) and serves until ctx ends or Close is called, then stops
+// Run writes <data-dir>/admin.kubeconfig and super-admin.kubeconfig
+// (atomically, mode 0600, naming the bound port) and serves until ctx ends or Close is called, then stops
 // accepting requests, lets in-flight requests finish, ends watches and
 // calls Close's release (stores, embedded etcd, listener, data dir lock).
 // It returns nil after a requested stop (also when ctx had already ended),
@@ -357,9 +359,8 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if ctx.Err() != nil {
 		return nil
 	}
-	addr := s.config.Options.Listener.Addr().(*net.TCPAddr)
-	if _, err := writeKubeconfig(s.config.Options.DataDir, clientHost(addr.IP), addr.Port, s.config.CAData, s.config.AdminToken); err != nil {
-		return fmt.Errorf("server: kubeconfig: %w", err)
+	if err := s.writeKubeconfigs(); err != nil {
+		return err
 	}
 
 	var etcdFailure error

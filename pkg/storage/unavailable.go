@@ -95,11 +95,19 @@ func unavailableError(err error, write bool) error {
 	if err == nil || !isEtcdUnavailable(err) {
 		return err
 	}
+	// A deadline that expired says only that the answer was late: etcd
+	// may be down or slow, or this server too busy to process it (a
+	// server starved of CPU by hundreds of large lists). etcd's own errors
+	// (no leader, timed out, unavailable) do blame etcd.
+	cause := "etcd is unavailable"
+	if errors.Is(err, context.DeadlineExceeded) {
+		cause = "etcd is unavailable or slow, or this server is overloaded"
+	}
 	if write {
 		return apierrors.NewTimeoutError(fmt.Sprintf(
-			"etcd is unavailable (%v): the write may or may not have been applied; read the object before retrying", err), 0)
+			"%s (%v): the write may or may not have been applied; read the object before retrying", cause, err), 0)
 	}
-	return apierrors.NewServiceUnavailable(fmt.Sprintf("etcd is unavailable (%v); retry later", err))
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("%s (%v); retry later", cause, err))
 }
 
 // etcdUnavailableMessages are etcd's errors for "no quorum, no leader or

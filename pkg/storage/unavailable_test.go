@@ -72,6 +72,10 @@ func TestUnavailableError(t *testing.T) {
 				if !strings.Contains(got.Error(), wantMsg) {
 					t.Fatalf("write=%v: message %q does not say %q", write, got.Error(), wantMsg)
 				}
+				// A late answer may be the server's fault: say so.
+				if overloaded := strings.Contains(got.Error(), "or this server is overloaded"); overloaded != errors.Is(tc.err, context.DeadlineExceeded) {
+					t.Fatalf("write=%v: message %q names an overloaded server: %v", write, got.Error(), overloaded)
+				}
 			}
 		})
 	}

@@ -45,7 +45,7 @@ func TestStartupTime(t *testing.T) {
 	if got := restConfigFrom(t, s.KubeconfigPath).Host; got != s.URL {
 		t.Errorf("kubeconfig server %q, ready line %q", got, s.URL)
 	}
-	for name, want := range map[string]os.FileMode{"": 0o700, "admin.kubeconfig": 0o600, "tokens.csv": 0o600, "ca.key": 0o600, "serving.key": 0o600} {
+	for name, want := range map[string]os.FileMode{"": 0o700, "admin.kubeconfig": 0o600, "super-admin.kubeconfig": 0o600, "tokens.csv": 0o600, "ca.key": 0o600, "serving.key": 0o600} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Error(err)

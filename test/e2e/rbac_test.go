@@ -31,7 +31,7 @@ func userKubeconfig(t *testing.T, dataDir, user string, groups ...string) string
 	return path
 }
 
-// TestRBAC drives `customapi serve` (RBAC by default) with the real kubectl: the admin (system:masters) may do
+// TestRBAC drives `customapi serve` (RBAC by default) with the real kubectl: the admin (bound to cluster-admin) may do
 // everything, a user minted with `customapi kubeconfig` nothing until a role is bound, then exactly what the
 // role grants; `auth can-i` (yes, no, --list) and `auth whoami` answer for each; and case R1 (no privilege
 // escalation through RBAC; allowed with bind and escalate).
@@ -39,6 +39,7 @@ func TestRBAC(t *testing.T) {
 	kubectlPath(t)
 	srv := startServer(t, "")
 	admin := newKubectl(t, srv.KubeconfigPath, "ns1")
+	superAdmin := newKubectl(t, filepath.Join(srv.DataDir, "super-admin.kubeconfig"), "ns1")
 	alice := newKubectl(t, userKubeconfig(t, srv.DataDir, "alice", "dev"), "ns1")
 	ensureNamespace(t, srv.KubeconfigPath, "ns1")
 
@@ -48,7 +49,8 @@ func TestRBAC(t *testing.T) {
 		as   kubectl
 		step step
 	}{
-		{"admin whoami", admin, step{args: []string{"auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"}, stdout: []string{`^admin .*system:masters`}}},
+		{"admin whoami", admin, step{args: []string{"auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"}, stdout: []string{`^admin \["customapi:cluster-admins","system:authenticated"\]`}}},
+		{"super-admin whoami", superAdmin, step{args: []string{"auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"}, stdout: []string{`^super-admin \["system:masters","system:authenticated"\]`}}},
 		{"admin can-i", admin, step{args: []string{"auth", "can-i", "delete", "customs"}, equal: "yes"}},
 		{"alice whoami", alice, step{args: []string{"auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"}, stdout: []string{`^alice \["dev","system:authenticated"\]`}}},
 		{"alice cannot list", alice, step{args: []string{"auth", "can-i", "list", "customs"}, code: 1, equal: "no"}},

@@ -48,6 +48,12 @@ func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rbacapi: bootstrap policy: %w", err)
 	}
+	// A consistent list waits until the watch cache holds the bindings just written, so the authorizer (which
+	// reads the cache with resourceVersion "0") grants them from the first request on: the generated admin's
+	// rights come from the customapi:cluster-admins binding.
+	if _, err := src.clusterRoleBindings.List(ctx, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("rbacapi: bootstrap policy: %w", err)
+	}
 	// admin, edit and view now gather the aggregated roles of resources too.
 	if _, err := a.AggregateOnce(ctx); err != nil {
 		return fmt.Errorf("rbacapi: bootstrap policy: aggregation: %w", err)

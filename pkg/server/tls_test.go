@@ -1,0 +1,169 @@
+package server_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/server"
+)
+
+// handshake dials the server with the client's TLS settings and returns the
+// negotiated version, or the handshake's error.
+func handshake(t *testing.T, s *customapitest.Server, c *tls.Config) (uint16, error) {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(s.Config.TLSClientConfig.CAData)
+	c.RootCAs = pool
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(s.URL, "https://"), c)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().Version, nil
+}
+
+// The default TLS settings refuse TLS 1.2 CBC-SHA1 (and CBC-SHA256) suites
+// and TLS 1.1, accept TLS 1.2 with ECDHE AES-GCM and TLS 1.3, and client-go
+// connects; --tls-min-version=VersionTLS13 refuses TLS 1.2; an empty
+// --tls-cipher-suites is Go's defaults, CBC-SHA1 included.
+func TestTLSVersionsAndSuites(t *testing.T) {
+	const (
+		ok      = ""
+		refused = "refused"
+	)
+	tls12 := func(suite uint16) *tls.Config {
+		return &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{suite}}
+	}
+	for _, tc := range []struct {
+		name      string
+		configure func(*server.Options)
+		clients   map[string]*tls.Config
+		want      map[string]string
+	}{
+		{
+			name: "defaults",
+			clients: map[string]*tls.Config{
+				"TLS 1.2 ECDHE-ECDSA-AES128-SHA":    tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA),
+				"TLS 1.2 ECDHE-ECDSA-AES256-SHA":    tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA),
+				"TLS 1.2 ECDHE-ECDSA-AES128-SHA256": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256),
+				"TLS 1.2 ECDHE-ECDSA-AES128-GCM":    tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+				"TLS 1.2 ECDHE-ECDSA-CHACHA20":      tls12(tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256),
+				"TLS 1.1":                           {MaxVersion: tls.VersionTLS11},
+				"TLS 1.3":                           {MinVersion: tls.VersionTLS13},
+			},
+			want: map[string]string{
+				"TLS 1.2 ECDHE-ECDSA-AES128-SHA": refused, "TLS 1.2 ECDHE-ECDSA-AES256-SHA": refused,
+				"TLS 1.2 ECDHE-ECDSA-AES128-SHA256": refused, "TLS 1.2 ECDHE-ECDSA-AES128-GCM": ok,
+				"TLS 1.2 ECDHE-ECDSA-CHACHA20": ok, "TLS 1.1": refused, "TLS 1.3": ok,
+			},
+		},
+		{
+			name:      "--tls-min-version=VersionTLS13",
+			configure: func(o *server.Options) { o.TLS.MinVersion = "VersionTLS13" },
+			clients: map[string]*tls.Config{
+				"TLS 1.2 ECDHE-ECDSA-AES128-GCM": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+				"TLS 1.3":                        {MinVersion: tls.VersionTLS13},
+			},
+			want: map[string]string{"TLS 1.2 ECDHE-ECDSA-AES128-GCM": refused, "TLS 1.3": ok},
+		},
+		{
+			name:      "--tls-cipher-suites='' (Go's defaults)",
+			configure: func(o *server.Options) { o.TLS.CipherSuites = nil },
+			clients: map[string]*tls.Config{
+				"TLS 1.2 ECDHE-ECDSA-AES128-SHA": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA),
+			},
+			want: map[string]string{"TLS 1.2 ECDHE-ECDSA-AES128-SHA": ok},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := customapitest.StartWithOptions(t, tc.configure, install.Customs)
+			for name, c := range tc.clients {
+				t.Run(name, func(t *testing.T) {
+					version, err := handshake(t, s, c)
+					switch {
+					case tc.want[name] == ok && err != nil:
+						t.Fatalf("handshake refused: %v", err)
+					case tc.want[name] == refused && err == nil:
+						t.Fatalf("handshake accepted (version %s), want refused", tls.VersionName(version))
+					case c.MinVersion == tls.VersionTLS13 && err == nil && version != tls.VersionTLS13:
+						t.Fatalf("version %s", tls.VersionName(version))
+					}
+				})
+			}
+			// client-go with its defaults (what kubectl uses) connects.
+			kube, err := kubernetes.NewForConfig(s.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kube.Discovery().ServerVersion(); err != nil {
+				t.Fatalf("client-go: %v", err)
+			}
+		})
+	}
+}
+
+// --tls-min-version and --tls-cipher-suites take kube's names; a suite
+// list without HTTP/2's required suite is refused while TLS 1.2 is on.
+func TestTLSOptionsValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name, min string
+		suites    []string
+		want      string // "" valid, else part of the error
+	}{
+		{"defaults", server.DefaultTLSMinVersion, server.DefaultTLSCipherSuites, ""},
+		{"TLS 1.3", "VersionTLS13", nil, ""},
+		{"Go's defaults", "VersionTLS12", nil, ""},
+		{"unknown version", "TLS1.2", nil, "--tls-min-version"},
+		{"unknown suite", "VersionTLS12", []string{"TLS_NOPE"}, "--tls-cipher-suites"},
+		{"no HTTP/2 suite", "VersionTLS12", []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}, "HTTP/2"},
+		{"no HTTP/2 suite but TLS 1.3 only", "VersionTLS13", []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := server.NewOptions()
+			o.TLS.MinVersion, o.TLS.CipherSuites = tc.min, tc.suites
+			err := o.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// --profiling (default on, as kube-apiserver) serves /debug/pprof/ to the
+// admin; off, the path is 404. Under RBAC a user without a binding is
+// refused it either way.
+func TestProfiling(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		profiling bool
+		want      int
+	}{
+		{"on (default)", true, http.StatusOK},
+		{"off", false, http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := customapitest.StartWithOptions(t, func(o *server.Options) {
+				if o.Debug.Profiling != true {
+					t.Error("profiling is not on by default")
+				}
+				o.Debug.Profiling = tc.profiling
+				o.AuthorizationMode = server.AuthorizationRBAC
+				o.TokenAuthFile = writeTokens(t, "bob-token,bob,bob-uid\n")
+			}, install.Customs)
+			for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap"} {
+				requireCode(t, as(t, s, s.Config.BearerToken, request{method: http.MethodGet, path: path}), tc.want)
+			}
+			requireCode(t, as(t, s, "bob-token", request{method: http.MethodGet, path: "/debug/pprof/"}), http.StatusForbidden)
+		})
+	}
+}
