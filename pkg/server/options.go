@@ -94,6 +94,13 @@ type Options struct {
 	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
 	// flag.
 	RequestBodyTimeout time.Duration
+	// RequestTimeout bounds the time a request other than a watch or
+	// another long-running one may take (--request-timeout, as
+	// kube-apiserver's; 0 means DefaultRequestTimeout, 60 s): a slower one
+	// is answered 504 Timeout. A request's own ?timeout= may shorten it.
+	// The request body deadline ends before it (see RequestBodyTimeout),
+	// so that a slow body is 408, never 504.
+	RequestTimeout time.Duration
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -112,6 +119,7 @@ func NewOptions() *Options {
 		AuthorizationMode: AuthorizationAlwaysAllow,
 
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
+		RequestTimeout:     DefaultRequestTimeout,
 	}
 }
 
@@ -131,6 +139,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 }
 
 // Validate returns every problem with the options, joined.
@@ -166,6 +175,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	} else if slices.Contains(modes, AuthorizationWebhook) && o.AuthorizationWebhookConfigFile == "" {
 		errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
+	}
+	if o.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must not be negative", o.RequestTimeout))
 	}
 	for flag, path := range map[string]string{"--token-auth-file": o.TokenAuthFile, "--client-ca-file": o.ClientCAFile, "--authorization-webhook-config-file": o.AuthorizationWebhookConfigFile} {
 		if path == "" {

@@ -169,6 +169,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc := genericapiserver.NewConfig(codecs)
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
+	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
 		inner := withNumberCheck(api, s.registry.Store, c.MaxRequestBodyBytes, codecs)
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
