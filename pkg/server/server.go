@@ -28,7 +28,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
 
@@ -218,7 +217,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		group.NewAuthenticatedGroupAdder(x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)))
 	// Anonymous only on the probe paths, and only without credentials: a
 	// request whose credentials fail is refused, as kube-apiserver does.
-	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, anonymousProbes())
+	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, s.anonymousProbes())
 	var rules authorizer.RuleResolver
 	gc.Authorization.Authorizer, rules, err = s.authorizer()
 	if err != nil {
@@ -233,7 +232,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	gc.OpenAPIV3Config.Info.Title = "customapi"
 
-	gc.AddHealthChecks(healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() }))
+	s.addEtcdCheck(gc)
 	return gc, rules, nil
 }
 
