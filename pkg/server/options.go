@@ -238,6 +238,11 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 //  3. it generates the CA, serving certificate and admin token on first
 //     start (reusing them afterwards).
 //
+// A Config that fails (a taken port, ...) removes what it created: the
+// lock file, and the data dir with the parents it created while they are
+// empty, so a failed first start leaves no data dir behind; a data dir
+// that existed keeps its contents.
+//
 // admin.kubeconfig is not written here but by Server.Run, when the server
 // starts serving. The returned Config owns the lock and the listener (a
 // Listener given in the options becomes the Config's): New hands them to
@@ -253,13 +258,18 @@ func (o *Options) Config() (cfg *Config, err error) {
 		return nil, err
 	}
 	opts.DataDir = dir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+	createdDirs, err := makeDataDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	res := &owned{}
 	defer func() {
 		if err != nil {
+			// leave no trace of a start that failed: the lock file and
+			// the directories it created, while empty
+			_ = res.lock.discard()
 			_ = res.release()
+			removeCreatedDirs(createdDirs)
 		}
 	}()
 	if res.lock, err = lockDataDir(dir); err != nil {
