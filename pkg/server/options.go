@@ -91,8 +91,11 @@ type Options struct {
 	// arrive, from the request's start: a slower body is answered 408
 	// RequestTimeout (or its connection closed). Requests without a body
 	// (watches included) are not affected; 0 or less disables the bound
-	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
-	// flag.
+	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. The
+	// deadline also ends a second (a quarter of the request's time, if
+	// shorter) before the request's own deadline (RequestTimeout or the
+	// request's ?timeout=), so that a slow body is 408, never the request
+	// timeout's 504. Not a flag.
 	RequestBodyTimeout time.Duration
 	// RequestTimeout bounds the time a request other than a watch or
 	// another long-running one may take (--request-timeout, as
