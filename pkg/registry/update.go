@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
@@ -29,10 +33,48 @@ type clientUpdate struct {
 	rest.UpdatedObjectInfo
 }
 
-// UpdatedObject returns the client's new object, or a Status error.
+// UpdatedObject returns the client's new object, or a Status error: also
+// a 400 BadRequest naming metadata.resourceVersion when the new object's
+// resourceVersion is set but is not an unsigned decimal integer (an etcd
+// revision). The generic store parses it right after this call
+// (storage.APIObjectVersioner.ObjectResourceVersion) and upstream answers
+// its strconv error as a 500.
 func (u clientUpdate) UpdatedObject(ctx context.Context, oldObj runtime.Object) (runtime.Object, error) {
 	obj, err := u.UpdatedObjectInfo.UpdatedObject(ctx, oldObj)
-	return obj, badRequestUnlessStatus(err)
+	if err != nil {
+		return nil, badRequestUnlessStatus(err)
+	}
+	if err := checkResourceVersion(obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// checkResourceVersion returns a 400 BadRequest Status, with a cause for
+// the field metadata.resourceVersion, unless obj's resourceVersion is empty
+// or parses as the storage versioner parses it (strconv.ParseUint base 10).
+func checkResourceVersion(obj runtime.Object) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil // the store fails on it with its own error
+	}
+	rv := m.GetResourceVersion()
+	if rv == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err == nil {
+		return nil
+	}
+	fe := field.Invalid(field.NewPath("metadata", "resourceVersion"), rv, "must be a resourceVersion the server returned (an unsigned decimal integer)")
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusBadRequest,
+		Reason:  metav1.StatusReasonBadRequest,
+		Message: fe.Error(),
+		Details: &metav1.StatusDetails{Name: m.GetName(), Causes: []metav1.StatusCause{{
+			Type: metav1.CauseType(fe.Type), Field: fe.Field, Message: fe.ErrorBody(),
+		}}},
+	}}
 }
 
 // badRequestUnlessStatus returns err unchanged if it is nil or carries a

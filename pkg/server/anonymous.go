@@ -1,21 +1,25 @@
 package server
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/path"
 )
 
-// ProbePaths are the paths anonymous clients (no credentials) may GET:
-// the health probes with their sub-paths (/readyz/etcd, /livez/ping, ...)
-// and /version, as kube-apiserver serves them to system:unauthenticated
-// (ClusterRole system:public-info-viewer, with
-// AnonymousAuthConfigurableEndpoints' anonymous.conditions naming them).
-// Every other path answers 401 to a request without credentials.
+// ProbePaths are the paths anonymous clients (no credentials) may GET or
+// HEAD, of those the server serves: the health probes with the sub-paths
+// of their checks (/readyz/etcd, /livez/ping, ...) and /version, as
+// kube-apiserver serves them to system:unauthenticated (ClusterRole
+// system:public-info-viewer, with AnonymousAuthConfigurableEndpoints'
+// anonymous.conditions naming them). Every other request without
+// credentials answers 401: another method, a path the server does not
+// serve under these prefixes (/healthz/x, /healthz/../x, /livez/), so that
+// no anonymous answer is the 404 that lists every served path.
 var ProbePaths = []string{"/livez", "/livez/*", "/readyz", "/readyz/*", "/healthz", "/healthz/*", "/version", "/version/"}
 
 // isProbePath says whether p is one of ProbePaths.
@@ -32,24 +36,45 @@ func isProbePath(p string) bool {
 	return false
 }
 
-// anonymousProbes authenticates requests to ProbePaths as system:anonymous
-// (group system:unauthenticated, k8s.io/apiserver's anonymous
-// authenticator) and leaves every other request unauthenticated. Used as
-// the last authenticator, after one that fails on bad credentials, as
-// kube-apiserver does: a wrong token is 401 even on a probe path.
-func anonymousProbes() authenticator.Request {
+// isProbeRequest says whether a request of method (an HTTP method) for
+// path reads a probe the server serves: GET or HEAD of one of ProbePaths
+// that the generic server lists (GenericAPIServer.ListedPaths: every
+// health check's own path, /version), exactly as written (no "..", ".",
+// "//" or trailing "/" to be cleaned).
+func (s *Server) isProbeRequest(method, path string) bool {
+	if method != http.MethodGet && method != http.MethodHead || !isProbePath(path) || s.generic == nil {
+		return false
+	}
+	_, served := slices.BinarySearch(s.generic.ListedPaths(), path) // sorted
+	return served
+}
+
+// anonymousProbes authenticates requests that read a probe
+// (isProbeRequest) as system:anonymous (group system:unauthenticated,
+// k8s.io/apiserver's anonymous authenticator) and leaves every other
+// request unauthenticated (401). Used as the last authenticator, after one
+// that fails on bad credentials, as kube-apiserver does: a wrong token is
+// 401 even on a probe path.
+func (s *Server) anonymousProbes() authenticator.Request {
 	anon := anonymous.NewAuthenticator(nil)
 	return authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
-		if !isProbePath(req.URL.Path) {
+		if !s.isProbeRequest(req.Method, req.URL.Path) {
 			return nil, false, nil
 		}
 		return anon.AuthenticateRequest(req)
 	})
 }
 
-// probeAuthorizer allows every user, anonymous included, the non-resource
-// ProbePaths (k8s.io/apiserver's path authorizer), so probes are answered
-// without asking an authorization webhook; it has no opinion on the rest.
-func probeAuthorizer() (authorizer.Authorizer, error) {
-	return path.NewAuthorizer(ProbePaths)
+// probeAuthorizer allows every user, anonymous included, to read the probes
+// the server serves (isProbeRequest: verbs get and head of the served
+// ProbePaths), so probes are answered without asking an authorization
+// webhook; it has no opinion on the rest (another verb on a probe path is
+// for the authorization modes to decide, as in kube-apiserver).
+func (s *Server) probeAuthorizer() authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if !a.IsResourceRequest() && s.isProbeRequest(strings.ToUpper(a.GetVerb()), a.GetPath()) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
 }

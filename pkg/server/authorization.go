@@ -40,7 +40,7 @@ func buildHandlerChain(inner http.Handler, c *genericapiserver.Config, bodyTimeo
 	authz := c.Authorization.Authorizer
 	c.Authorization.Authorizer = deferToInner(authz)
 	defer func() { c.Authorization.Authorizer = authz }()
-	chain := genericapiserver.DefaultBuildHandlerChain(withAuthorization(inner, authz, c.Serializer), c)
+	chain := genericapiserver.DefaultBuildHandlerChain(withAuthorization(withBodyDeadline(inner), authz, c.Serializer), c)
 	return withRequestBody(chain, bodyTimeout)
 }
 

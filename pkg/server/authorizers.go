@@ -17,7 +17,7 @@ import (
 // authorizer returns the server's authorizer and rule resolver for the
 // --authorization-mode list, as kube-apiserver builds them: members of
 // system:masters are allowed everything first, then everyone (anonymous
-// included) may GET the ProbePaths without asking a webhook, then each
+// included) may GET (and HEAD) the probes served without asking a webhook, then each
 // mode in the order given decides or passes (RBAC and AlwaysAllow only
 // allow; a webhook and AlwaysDeny may deny). The rule resolver (for
 // SelfSubjectRulesReview) joins the modes' resolvers in the same order:
@@ -30,10 +30,7 @@ func (s *Server) authorizer() (authorizer.Authorizer, authorizer.RuleResolver, e
 	if err != nil {
 		return nil, nil, err
 	}
-	probes, err := probeAuthorizer()
-	if err != nil {
-		return nil, nil, err
-	}
+	probes := s.probeAuthorizer()
 	chain := []authzunion.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups("system:masters")},
 		{AuthorizerName: "probes", Authorizer: probes},

@@ -37,44 +37,77 @@ func (e *DataDirInUseError) Error() string {
 
 // dataDirLock is the held lock of a data dir. Release is idempotent.
 type dataDirLock struct {
-	path string
-	once sync.Once
-	f    *os.File
-	err  error
+	path    string
+	created bool // this lock created the lock file
+	once    sync.Once
+	f       *os.File
+	err     error
 }
+
+// lockAttempts bounds lockDataDir's retries when the lock file it locked
+// was removed or replaced meanwhile (discard by a start that failed).
+const lockAttempts = 10
 
 // lockDataDir takes the exclusive lock of <dir>/lock without waiting and
 // writes this process's pid into the file. When another owner holds it the
 // error is a *DataDirInUseError naming the directory and the owner's pid
-// (as read from the file).
+// (as read from the file). The lock is only taken on the file the path
+// names once locked: a file removed meanwhile (a failed start discarding
+// the lock file it created) is let go and the path opened again, so two
+// processes never hold locks on two different files of the same path.
 func lockDataDir(dir string) (*dataDirLock, error) {
 	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("data dir %s: lock: %w", dir, err)
-	}
-	if err := tryLock(f); err != nil {
-		f.Close()
-		if errors.Is(err, errLockHeld) {
-			inUse := &DataDirInUseError{Dir: dir}
-			if b, rerr := os.ReadFile(path); rerr == nil {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
-					inUse.PID = pid
-				}
+	for range lockAttempts {
+		created := true
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			created = false
+			f, err = os.OpenFile(path, os.O_RDWR, 0o600)
+			if errors.Is(err, os.ErrNotExist) {
+				continue // removed since: create it again
 			}
-			return nil, inUse
 		}
-		return nil, fmt.Errorf("data dir %s: lock %s: %w", dir, path, err)
+		if err != nil {
+			return nil, fmt.Errorf("data dir %s: lock: %w", dir, err)
+		}
+		if err := tryLock(f); err != nil {
+			f.Close()
+			if errors.Is(err, errLockHeld) {
+				inUse := &DataDirInUseError{Dir: dir}
+				if b, rerr := os.ReadFile(path); rerr == nil {
+					if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
+						inUse.PID = pid
+					}
+				}
+				return nil, inUse
+			}
+			return nil, fmt.Errorf("data dir %s: lock %s: %w", dir, path, err)
+		}
+		if !samePathFile(path, f) {
+			f.Close()
+			continue
+		}
+		err = f.Truncate(0)
+		if err == nil {
+			_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("data dir %s: write lock file %s: %w", dir, path, err)
+		}
+		return &dataDirLock{path: path, created: created, f: f}, nil
 	}
-	err = f.Truncate(0)
-	if err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
+	return nil, fmt.Errorf("data dir %s: lock file %s keeps being replaced", dir, path)
+}
+
+// samePathFile says whether path still names the open file f.
+func samePathFile(path string, f *os.File) bool {
+	onPath, err := os.Stat(path)
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("data dir %s: write lock file %s: %w", dir, path, err)
+		return false
 	}
-	return &dataDirLock{path: path, f: f}, nil
+	held, err := f.Stat()
+	return err == nil && os.SameFile(onPath, held)
 }
 
 // release empties the lock file and drops the lock (closing the file drops
@@ -89,4 +122,66 @@ func (l *dataDirLock) release() error {
 		l.err = l.f.Close()
 	})
 	return l.err
+}
+
+// discard releases the lock of a start that failed, removing the lock
+// file first (still locked) if this lock created it, so that the start
+// leaves the data dir as it found it. Another process's lockDataDir that
+// opened the removed file lets it go (samePathFile).
+func (l *dataDirLock) discard() error {
+	if l == nil {
+		return nil
+	}
+	var err error
+	if l.created {
+		err = os.Remove(l.path)
+	}
+	return errors.Join(err, l.release())
+}
+
+// makeDataDir creates dir (mode 0700) and its missing parents, and
+// returns the directories it created, dir first and each parent after its
+// child: what removeCreatedDirs removes when the start fails.
+func makeDataDir(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	var created []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		err := os.Mkdir(missing[i], 0o700)
+		if errors.Is(err, os.ErrExist) {
+			continue // created meanwhile by someone else: not ours
+		}
+		if err != nil {
+			removeCreatedDirs(created)
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+		created = append([]string{missing[i]}, created...)
+	}
+	if len(missing) == 0 {
+		if err := os.MkdirAll(dir, 0o700); err != nil { // not a directory, ...
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+	}
+	return created, nil
+}
+
+// removeCreatedDirs removes the directories makeDataDir created, in its
+// order, while they are empty: a directory something was written to stays,
+// and so do its parents.
+func removeCreatedDirs(created []string) {
+	for _, d := range created {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }

@@ -436,28 +436,6 @@ func TestEncryptionConfigInvalid(t *testing.T) {
 	s.requireSecrets(t, "default", map[string]string{"kept": "plaintext-kept-11aa"})
 }
 
-// treeSnapshot returns path -> size and modification time of every file
-// under dir.
-func treeSnapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out[path] = fmt.Sprintf("%d %s", fi.Size(), fi.ModTime())
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // readyz returns the code and body of GET /readyz?verbose (or livez).
 func (s *encryptedServer) probe(t *testing.T, path string) (int, string) {
 	t.Helper()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,18 +33,43 @@ import (
 // request's body must have arrived within a minute of the request.
 const DefaultRequestBodyTimeout = time.Minute
 
+// DefaultRequestTimeout is Options.RequestTimeout's default, as
+// kube-apiserver's --request-timeout: a minute.
+const DefaultRequestTimeout = time.Minute
+
+// requestTimeout returns RequestTimeout, or DefaultRequestTimeout for 0.
+func (o *Options) requestTimeout() time.Duration {
+	if o.RequestTimeout > 0 {
+		return o.RequestTimeout
+	}
+	return DefaultRequestTimeout
+}
+
+// bodyDeadlineMargin is how long before the request's own deadline (the
+// request timeout filter's 504) a body still arriving is given up with 408:
+// the time the handler has to answer the 408. A request whose whole time is
+// shorter than four margins gets a quarter of it instead.
+const bodyDeadlineMargin = time.Second
+
 // withRequestBody bounds the time a request's body may take to arrive and
 // turns errors reading it into Status errors, for requests with a body:
 //   - the whole body must have arrived within timeout of the request's
 //     start, or reading it fails with 408 RequestTimeout (the handler
 //     answers that Status), instead of a trickled or stalled body holding
 //     the connection open forever (kube-apiserver sets no such deadline).
+//     The body deadline also ends bodyDeadlineMargin before the request's
+//     own deadline (Options.RequestTimeout or the request's ?timeout=,
+//     which withBodyDeadline, inside k8s.io/apiserver's
+//     WithRequestDeadline, hands to the body): otherwise the two deadlines
+//     race and the timeout filter's 504 usually wins over the 408.
 //     The body is read by a goroutine of its own, so the deadline neither
 //     cancels the request's context (an HTTP/1 connection read deadline
 //     would, racing the 408 with the timeout filter's 504) nor depends on
-//     the protocol; once the handler is done, a read still blocked is ended
-//     with a connection read deadline in the past (HTTP/1: the connection is
-//     closed; HTTP/2: the stream is reset). Requests without a body
+//     the protocol; once the handler is done (or panicked: the timeout
+//     filter aborts with http.ErrAbortHandler), a read still blocked is
+//     ended with a connection read deadline in the past (HTTP/1: the
+//     connection is closed; HTTP/2: the stream is reset), which also
+//     unblocks net/http's own Close of the body. Requests without a body
 //     (watches, long GETs) are not touched; timeout <= 0 disables it;
 //   - any other read error (a malformed chunked encoding, a connection
 //     broken mid-body) is 400 BadRequest, where the handlers answer 500.
@@ -53,18 +79,41 @@ func withRequestBody(next http.Handler, timeout time.Duration) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		body := &requestBody{body: req.Body, timeout: timeout}
+		body := &requestBody{body: req.Body}
 		if timeout > 0 {
-			body.deadline = time.Now().Add(timeout)
+			body.start = time.Now()
+			body.deadline = body.start.Add(timeout)
 			body.chunks = make(chan bodyChunk)
 			body.stop = make(chan struct{})
+			req = req.WithContext(context.WithValue(req.Context(), requestBodyKey{}, body))
 		}
 		req.Body = body
+		defer func() {
+			if body.stopPump() {
+				// the pump is blocked in a read of a body that never came
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
+		}()
 		next.ServeHTTP(w, req)
-		if body.stopPump() {
-			// the pump is blocked in a read of a body that never came
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	})
+}
+
+// requestBodyKey is the context key of the request's *requestBody.
+type requestBodyKey struct{}
+
+// withBodyDeadline ends the deadline of the request's body (withRequestBody)
+// bodyDeadlineMargin before the deadline of the request's context, as
+// k8s.io/apiserver's WithRequestDeadline set it, so that a body still
+// arriving is answered 408 in time, before the timeout filter answers 504.
+// It must run inside WithRequestDeadline and before the body is read.
+func withBodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if body, ok := req.Context().Value(requestBodyKey{}).(*requestBody); ok {
+			if deadline, ok := req.Context().Deadline(); ok {
+				body.endBefore(deadline)
+			}
 		}
+		next.ServeHTTP(w, req)
 	})
 }
 
@@ -73,7 +122,7 @@ func withRequestBody(next http.Handler, timeout time.Duration) http.Handler {
 // handler's), the pump reads the real body in another.
 type requestBody struct {
 	body     io.ReadCloser
-	timeout  time.Duration
+	start    time.Time
 	deadline time.Time // zero: no deadline, Read reads body directly
 
 	started  bool
@@ -83,6 +132,16 @@ type requestBody struct {
 	pumping  atomic.Bool // the pump is running
 	rest     []byte      // of the last chunk, not yet returned
 	err      error       // sticky: the body's end or failure
+}
+
+// endBefore moves the deadline to bodyDeadlineMargin (at most a quarter of
+// the request's time) before requestDeadline, if that is earlier. Called
+// before the first Read, by the goroutine that reads.
+func (b *requestBody) endBefore(requestDeadline time.Time) {
+	margin := min(bodyDeadlineMargin, requestDeadline.Sub(b.start)/4)
+	if d := requestDeadline.Add(-margin); d.Before(b.deadline) {
+		b.deadline = d
+	}
 }
 
 // bodyChunk is what one read of the real body returned.
@@ -110,7 +169,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		case <-timer.C:
 			b.err = &apierrors.StatusError{ErrStatus: metav1.Status{
 				Status: metav1.StatusFailure, Code: http.StatusRequestTimeout, Reason: metav1.StatusReasonTimeout,
-				Message: fmt.Sprintf("the request body did not arrive within %s (the server's request body deadline)", b.timeout),
+				Message: fmt.Sprintf("the request body did not arrive within %s (the server's request body deadline)", b.deadline.Sub(b.start).Round(time.Millisecond)),
 			}}
 		}
 		timer.Stop()

@@ -91,8 +91,11 @@ type Options struct {
 	// arrive, from the request's start: a slower body is answered 408
 	// RequestTimeout (or its connection closed). Requests without a body
 	// (watches included) are not affected; 0 or less disables the bound
-	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
-	// flag.
+	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. The
+	// deadline also ends a second (a quarter of the request's time, if
+	// shorter) before the request's own deadline (RequestTimeout or the
+	// request's ?timeout=), so that a slow body is 408, never the request
+	// timeout's 504. Not a flag.
 	RequestBodyTimeout time.Duration
 
 	// Encryption is encryption at rest (--encryption-provider-config,
@@ -107,6 +110,13 @@ type Options struct {
 	TLS TLSOptions
 	// Debug switches /debug/pprof (--profiling). Default NewDebugOptions.
 	Debug DebugOptions
+	// RequestTimeout bounds the time a request other than a watch or
+	// another long-running one may take (--request-timeout, as
+	// kube-apiserver's; 0 means DefaultRequestTimeout, 60 s): a slower one
+	// is answered 504 Timeout. A request's own ?timeout= may shorten it.
+	// The request body deadline ends before it (see RequestBodyTimeout),
+	// so that a slow body is 408, never 504.
+	RequestTimeout time.Duration
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -126,10 +136,11 @@ func NewOptions() *Options {
 
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
 
-		Encryption: NewEncryptionOptions(),
-		Limits:     NewLimitOptions(),
-		TLS:        NewTLSOptions(),
-		Debug:      NewDebugOptions(),
+		Encryption:     NewEncryptionOptions(),
+		Limits:         NewLimitOptions(),
+		TLS:            NewTLSOptions(),
+		Debug:          NewDebugOptions(),
+		RequestTimeout: DefaultRequestTimeout,
 	}
 }
 
@@ -153,6 +164,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Limits.AddFlags(fs)
 	o.TLS.AddFlags(fs)
 	o.Debug.AddFlags(fs)
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 }
 
 // Validate returns every problem with the options, joined.
@@ -188,6 +200,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	} else if slices.Contains(modes, AuthorizationWebhook) && o.AuthorizationWebhookConfigFile == "" {
 		errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
+	}
+	if o.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %s must not be negative", o.RequestTimeout))
 	}
 	for flag, path := range map[string]string{"--token-auth-file": o.TokenAuthFile, "--client-ca-file": o.ClientCAFile, "--authorization-webhook-config-file": o.AuthorizationWebhookConfigFile} {
 		if path == "" {
@@ -249,16 +264,19 @@ func (o *Options) etcdClientConfig() etcd.ClientConfig {
 //  2. it binds BindAddress:SecurePort (unless Listener is set), so a taken
 //     port fails now with an error naming --secure-port and the address,
 //     before etcd starts;
-//  3. it generates the CA, serving certificate, admin token and (see
-//     EncryptionOptions.SecretsEncryption) the encryption key on first
-//     start (reusing them afterwards).
-//  3. it generates the CA, serving certificate and the admin and
-//     super-admin tokens on first start (reusing them afterwards; a data
-//     dir without a super-admin token gets one).
+//  3. it generates the CA, serving certificate, the admin and
+//     super-admin tokens (a data dir without a super-admin token gets one)
+//     and (see EncryptionOptions.SecretsEncryption) the encryption key on
+//     first start (reusing them afterwards).
+//
+// A Config that fails (a taken port, ...) removes what it created: the
+// lock file, and the data dir with the parents it created while they are
+// empty, so a failed first start leaves no data dir behind; a data dir
+// that existed keeps its contents.
 //
 // admin.kubeconfig and super-admin.kubeconfig are not written here but by
-// Server.Run, when the server starts serving. The returned Config owns the
-// lock and the listener (a Listener given in the options becomes the Config's): New hands them to
+// Server.Run, when the server starts serving. The returned Config owns the lock and the listener (a
+// Listener given in the options becomes the Config's): New hands them to
 // the Server, whose Close releases them; call Config.Close only when New
 // is not called or fails.
 func (o *Options) Config() (cfg *Config, err error) {
@@ -271,13 +289,18 @@ func (o *Options) Config() (cfg *Config, err error) {
 		return nil, err
 	}
 	opts.DataDir = dir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+	createdDirs, err := makeDataDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	res := &owned{}
 	defer func() {
 		if err != nil {
+			// leave no trace of a start that failed: the lock file and
+			// the directories it created, while empty
+			_ = res.lock.discard()
 			_ = res.release()
+			removeCreatedDirs(createdDirs)
 		}
 	}()
 	if res.lock, err = lockDataDir(dir); err != nil {

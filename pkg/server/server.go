@@ -27,7 +27,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
 
@@ -183,6 +182,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc := genericapiserver.NewConfig(codecs)
 	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
+	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
 		inner := withNumberCheck(api, s.registry.Store, c.MaxRequestBodyBytes, codecs)
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
@@ -234,7 +234,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		group.NewAuthenticatedGroupAdder(x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)))
 	// Anonymous only on the probe paths, and only without credentials: a
 	// request whose credentials fail is refused, as kube-apiserver does.
-	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, anonymousProbes())
+	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, s.anonymousProbes())
 	var rules authorizer.RuleResolver
 	gc.Authorization.Authorizer, rules, err = s.authorizer()
 	if err != nil {
@@ -249,7 +249,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	gc.OpenAPIV3Config.Info.Title = "customapi"
 
-	gc.AddHealthChecks(healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() }))
+	s.addEtcdCheck(gc)
 	// KMS plugins' health in /healthz and /readyz, not /livez, as
 	// kube-apiserver (EtcdOptions.addHealthChecksWithoutLivez).
 	gc.HealthzChecks = append(gc.HealthzChecks, s.encryption.healthChecks...)

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"net/http"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+)
+
+// addEtcdCheck adds the etcd health check ("etcd": a linearizable read,
+// registry.CheckEtcd) to the probes that should follow etcd:
+//   - with the embedded etcd (no --etcd-servers) to /livez, /healthz and
+//     /readyz (Config.AddHealthChecks, as kube-apiserver adds its etcd
+//     check): the etcd is part of this process, so a failing check is this
+//     process's failure and a restart (which restarts the etcd, replaying
+//     its WAL) is the remedy a liveness probe should apply;
+//   - with an external etcd (--etcd-servers) to /readyz only
+//     (Config.AddReadyzChecks): an outage of that cluster (quorum lost, a
+//     network partition) is not this process's failure, a restart cannot
+//     fix it and only adds a cold start (watch caches relisting everything)
+//     to the recovery; kube-apiserver's /livez goes red there too, which is
+//     why kubeadm's liveness probe needs ~80 s of grace. /readyz red takes
+//     the replica out of load balancing meanwhile.
+//
+// The check is /readyz/etcd in both modes.
+func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
+	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
+	if len(s.config.Options.EtcdServers) == 0 {
+		gc.AddHealthChecks(check)
+		return
+	}
+	gc.AddReadyzChecks(check)
+}
