@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
@@ -94,6 +95,12 @@ type Options struct {
 	// (kube-apiserver has none). Default DefaultRequestBodyTimeout. Not a
 	// flag.
 	RequestBodyTimeout time.Duration
+
+	// Audit are kube-apiserver's audit flags (--audit-policy-file,
+	// --audit-log-*, --audit-webhook-*): k8s.io/apiserver's AuditOptions,
+	// applied to both doors (see audit.go and docs/serving.md, "Audit").
+	// Nil or without a policy file: no audit.
+	Audit *genericoptions.AuditOptions
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -112,6 +119,8 @@ func NewOptions() *Options {
 		AuthorizationMode: AuthorizationAlwaysAllow,
 
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
+
+		Audit: genericoptions.NewAuditOptions(),
 	}
 }
 
@@ -131,6 +140,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
+	o.addAuditFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -175,6 +185,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
+	errs = append(errs, o.validateAudit()...)
 	return errors.Join(errs...)
 }
 
