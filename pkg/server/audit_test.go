@@ -539,7 +539,9 @@ func TestAuditOptionsValidate(t *testing.T) {
 		want      string // "" valid
 	}{
 		{"off", func(*server.Options) {}, ""},
-		{"policy and log", func(o *server.Options) { o.Audit.PolicyFile, o.Audit.LogOptions.Path = good, filepath.Join(dir, "a.log") }, ""},
+		{"policy and log", func(o *server.Options) {
+			o.Audit.PolicyFile, o.Audit.LogOptions.Path = good, filepath.Join(dir, "a.log")
+		}, ""},
 		{"log without policy", func(o *server.Options) { o.Audit.LogOptions.Path = filepath.Join(dir, "a.log") }, "need --audit-policy-file"},
 		{"missing policy", func(o *server.Options) { o.Audit.PolicyFile = filepath.Join(dir, "nope.yaml") }, "nope.yaml"},
 		{"invalid policy", func(o *server.Options) { o.Audit.PolicyFile = bad }, "bad.yaml"},
