@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -103,7 +104,13 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 		return zero, err
 	}
 	opts.FieldValidation = strictByDefault(opts.FieldValidation)
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "create", Namespace: caller.Namespace, Options: &opts})
+	if err != nil {
+		return zero, err
+	}
+	rec.LogRequestObject(ctx, obj)
 	out, err := c.store.Create(ctx, caller, obj, opts)
+	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -117,7 +124,12 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "get", Namespace: c.namespace, Name: name, Options: &opts})
+	if err != nil {
+		return zero, err
+	}
 	out, err := c.store.REST().Get(ctx, name, &opts)
+	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -139,7 +151,12 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "list", Namespace: c.namespace, Options: &opts})
+	if err != nil {
+		return zero, err
+	}
 	out, err := c.store.REST().List(ctx, internal)
+	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -162,11 +179,16 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.store.REST().Watch(ctx, internal)
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "watch", Namespace: c.namespace, Options: &opts})
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, ownEventObject), nil
+	w, err := c.store.REST().Watch(ctx, internal)
+	if err != nil {
+		rec.Complete(ctx, 0, nil, err)
+		return nil, err
+	}
+	return rec.Watch(ctx, watch.Filter(w, ownEventObject)), nil
 }
 
 // Update replaces the object (spec, labels, annotations, finalizers...) if
@@ -194,7 +216,13 @@ func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav
 		return zero, err
 	}
 	opts.FieldValidation = strictByDefault(opts.FieldValidation)
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "update", Namespace: caller.Namespace, Name: obj.GetName(), Subresource: sub, Options: &opts})
+	if err != nil {
+		return zero, err
+	}
+	rec.LogRequestObject(ctx, obj)
 	out, err := c.store.Update(ctx, caller, obj, opts, sub)
+	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -210,7 +238,18 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	if err != nil {
 		return err
 	}
-	_, _, err = c.store.REST().Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "delete", Namespace: c.namespace, Name: name})
+	if err != nil {
+		return err
+	}
+	rec.LogDeleteOptions(ctx, &opts)
+	out, deleted, err := c.store.REST().Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	code := 0
+	//nolint:staticcheck // SA1019: the HTTP delete handler's rule for 202
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+		code = http.StatusAccepted
+	}
+	rec.Complete(ctx, code, out, err)
 	return err
 }
 
@@ -225,7 +264,13 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	_, err = c.store.REST().DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "deletecollection", Namespace: c.namespace, Options: &listOpts})
+	if err != nil {
+		return err
+	}
+	rec.LogDeleteOptions(ctx, &opts)
+	out, err := c.store.REST().DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	rec.Complete(ctx, 0, out, err)
 	return err
 }
 

@@ -37,6 +37,9 @@ type RegistryOptions struct {
 	// Transformers encrypt values at rest (registry.Config.Transformers);
 	// nil: none.
 	Transformers value.ResourceTransformers
+	// Audit is where in-process requests' audit events go
+	// (registry.Config.Audit); zero: not audited.
+	Audit registry.Audit
 }
 
 // Registry is a registry opened for tests: the registry itself, the etcd
@@ -69,7 +72,7 @@ func (r *Registry) Close() error {
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers}
+	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers, Audit: opts.Audit}
 	var cleanup []func() error
 	if len(opts.Etcd.Endpoints) == 0 {
 		prefix, err := newPrefix()

@@ -40,5 +40,11 @@
 // Kubernetes' storage version migrator does; `customapi storage rewrite`
 // runs it.
 //
+// Config.Audit is the audit policy and sink of in-process requests: the
+// client opens each request's event with Store.StartAudit and completes it
+// with AuditedRequest.Complete, built with k8s.io/apiserver's audit helpers
+// at the points where upstream's HTTP handlers call them, so that a request
+// gets the same audit.k8s.io/v1 event through either door (audit.go).
+//
 // See the Example functions (example_test.go; they run as tests).
 package registry

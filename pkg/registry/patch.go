@@ -211,7 +211,8 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 		return obj, nil
 	}
 	uo := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, _, err := updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, apply, uo)
+	out, created, err := updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, apply, uo)
+	markCreated(ctx, created)
 	if !apply && apierrors.IsRequestEntityTooLargeError(err) {
 		dropManaged := func(_ context.Context, obj, _ runtime.Object) (runtime.Object, error) {
 			if m, err := meta.Accessor(obj); err == nil {

@@ -62,6 +62,11 @@ type Config struct {
 	// their lifetime (KMS connections) and ends it after Close. nil: no
 	// encryption.
 	Transformers value.ResourceTransformers
+	// Audit is the audit policy and sink of in-process requests (see
+	// Audit and Store.StartAudit); a server passes the ones of its
+	// --audit-* flags, so both doors log the same events. Zero: in-process
+	// requests are not audited.
+	Audit Audit
 }
 
 // Registry is the set of stores of declared resources on one etcd, with
@@ -187,6 +192,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 			return nil, fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
 		}
 		return nil, err
+	}
+	for _, st := range r.stores {
+		st.audit = cfg.Audit
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err

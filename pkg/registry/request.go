@@ -141,7 +141,8 @@ func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts m
 		return newObj, nil
 	}
 	update := func() (runtime.Object, error) {
-		out, _, err := updater.Update(ctx, m.GetName(), rest.DefaultUpdatedObjectInfo(obj, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &opts)
+		out, created, err := updater.Update(ctx, m.GetName(), rest.DefaultUpdatedObjectInfo(obj, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &opts)
+		markCreated(ctx, created)
 		return out, err
 	}
 	out, err := update()

@@ -39,6 +39,10 @@ type Store struct {
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
 	writes *writeLayer
+
+	// audit is where in-process requests' audit events go (StartAudit);
+	// set by Open.
+	audit Audit
 }
 
 // Resource returns the declaration the store was built from.

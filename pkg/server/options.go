@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
@@ -117,6 +118,11 @@ type Options struct {
 	// The request body deadline ends before it (see RequestBodyTimeout),
 	// so that a slow body is 408, never 504.
 	RequestTimeout time.Duration
+	// Audit are kube-apiserver's audit flags (--audit-policy-file,
+	// --audit-log-*, --audit-webhook-*): k8s.io/apiserver's AuditOptions,
+	// applied to both doors (see audit.go and docs/serving.md, "Audit").
+	// Nil or without a policy file: no audit.
+	Audit *genericoptions.AuditOptions
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -141,6 +147,7 @@ func NewOptions() *Options {
 		TLS:            NewTLSOptions(),
 		Debug:          NewDebugOptions(),
 		RequestTimeout: DefaultRequestTimeout,
+		Audit:          genericoptions.NewAuditOptions(),
 	}
 }
 
@@ -165,6 +172,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.TLS.AddFlags(fs)
 	o.Debug.AddFlags(fs)
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
+	o.addAuditFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -216,6 +224,7 @@ func (o *Options) Validate() error {
 	//     super-admin tokens (a data dir without a super-admin token gets one)
 	//     and (see EncryptionOptions.SecretsEncryption) the encryption key on
 	//     first start (reusing them afterwards).
+	errs = append(errs, o.validateAudit()...)
 	return errors.Join(errs...)
 }
 

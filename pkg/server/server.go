@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -59,6 +60,11 @@ type Server struct {
 	tokens    authenticator.Request // bearer tokens: admin and --token-auth-file
 	rbac      *rbacapi.API          // nil unless the modes list RBAC
 	rbacAuthz *rbac.Authorizer      // rbac's authorizer, bound to the registry
+
+	// Audit (--audit-*): one policy and one backend for both doors; nil
+	// when audit is off (audit.go).
+	auditPolicy  audit.PolicyRuleEvaluator
+	auditBackend audit.Backend
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -110,8 +116,12 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		}
 	}()
 	s.rbac, resources = newRBAC(o, resources)
+	if s.auditPolicy, s.auditBackend, err = newAudit(o); err != nil {
+		return nil, err
+	}
 	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache,
 		AddToScheme: []func(*runtime.Scheme) error{review.AddToScheme}}
+	rc.Audit = s.registryAudit()
 	if len(o.EtcdServers) == 0 {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
 	} else {
@@ -190,6 +200,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	o.Limits.applyTo(gc)
 	o.Debug.applyTo(gc)
+	s.applyAudit(gc)
 
 	serving := genericoptions.NewSecureServingOptions()
 	serving.BindAddress = o.BindAddress
