@@ -87,6 +87,10 @@ type Options struct {
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
 	AuthorizationWebhookConfigFile string
 
+	// Authentication is structured authentication (--authentication-config:
+	// JWT issuers, anonymous settings); see AuthenticationOptions.
+	Authentication AuthenticationOptions
+
 	// RequestBodyTimeout bounds the time a request's body may take to
 	// arrive, from the request's start: a slower body is answered 408
 	// RequestTimeout (or its connection closed). Requests without a body
@@ -131,6 +135,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters may always do everything.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
+	o.Authentication.AddFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -175,6 +180,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
+	errs = append(errs, o.validateAuthentication())
 	return errors.Join(errs...)
 }
 
