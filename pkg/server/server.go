@@ -57,10 +57,11 @@ type Server struct {
 	ready    chan struct{}
 
 	// Authentication and authorization, kept for the review APIs.
-	tokens    authenticator.Request    // bearer tokens: admin and --token-auth-file
-	rbac      *rbacapi.API             // nil unless the modes list RBAC
-	rbacAuthz *rbac.Authorizer         // rbac's authorizer, bound to the registry
-	authn     *structuredAuthenticator // --authentication-config; nil without
+	tokens    authenticator.Request // bearer tokens: admin and --token-auth-file
+	rbac      *rbacapi.API          // nil unless the modes list RBAC
+	rbacAuthz *rbac.Authorizer      // rbac's authorizer, bound to the registry
+
+	authn *structuredAuthenticator // --authentication-config; nil without
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
