@@ -527,3 +527,40 @@ func TestStructuredAuthenticationAnonymous(t *testing.T) {
 		})
 	}
 }
+
+// The AuthenticationConfiguration files in docs/serving.md's
+// "Authentication" section are valid as printed (users paste them).
+func TestStructuredAuthenticationDocExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "serving.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Authentication\n")
+	if !ok {
+		t.Fatal(`docs/serving.md has no "## Authentication" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var n int
+	for rest := section; ; {
+		_, after, ok := strings.Cut(rest, "```yaml\n")
+		if !ok {
+			break
+		}
+		var block string
+		block, rest, _ = strings.Cut(after, "```")
+		n++
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "authn.yaml")
+			writeAtomic(t, file, []byte(block))
+			o := server.NewOptions()
+			o.AuthorizationMode = server.AuthorizationRBAC
+			o.Authentication.ConfigFile = file
+			if err := o.Validate(); err != nil {
+				t.Fatalf("the example is refused: %v\n%s", err, block)
+			}
+		})
+	}
+	if n < 2 {
+		t.Fatalf("%d YAML examples in the section, want 2 or more", n)
+	}
+}
