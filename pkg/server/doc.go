@@ -16,8 +16,10 @@
 // serving certificate and an admin bearer token are generated into the data
 // directory on first start and reused afterwards, and
 // <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in. Anonymous
-// requests get 401. Bearer tokens (--token-auth-file, kube's CSV format)
-// and x509 client certificates (--client-ca-file) authenticate;
+// requests get 401. Bearer tokens (--token-auth-file, kube's CSV format),
+// JWTs of OIDC issuers (--authentication-config, kube's
+// AuthenticationConfiguration, reloaded when it changes) and x509 client
+// certificates (--client-ca-file) authenticate;
 // authenticated users may do everything unless
 // --authorization-mode=Webhook delegates decisions to a SubjectAccessReview
 // webhook, as kube-apiserver does.
