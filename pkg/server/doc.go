@@ -20,8 +20,10 @@
 // the in-flight limits of LimitOptions), and super-admin.kubeconfig as
 // SuperAdminUser in system:masters, the break-glass credential. TLS 1.2
 // with ECDHE AEAD suites or TLS 1.3 only (TLSOptions). Anonymous
-// requests get 401. Bearer tokens (--token-auth-file, kube's CSV format)
-// and x509 client certificates (--client-ca-file) authenticate;
+// requests get 401. Bearer tokens (--token-auth-file, kube's CSV format),
+// JWTs of OIDC issuers (--authentication-config, kube's
+// AuthenticationConfiguration, reloaded when it changes) and x509 client
+// certificates (--client-ca-file) authenticate;
 // authenticated users may do everything unless
 // --authorization-mode=Webhook delegates decisions to a SubjectAccessReview
 // webhook, as kube-apiserver does.

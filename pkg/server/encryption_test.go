@@ -48,20 +48,6 @@ func aescbcKey(name, secret string) string {
 
 const identityLast = "      - identity: {}\n"
 
-// writeAtomic replaces path with content, as an operator's editor or a
-// config management tool would (the reload controller never sees half a
-// file).
-func writeAtomic(t *testing.T, path, content string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // encryptedServer is a server run by a test on a data dir of the test's.
 type encryptedServer struct {
 	srv     *server.Server
@@ -302,7 +288,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	encryptionconfigcontroller.EncryptionConfigFileChangePollDuration = 100 * time.Millisecond
 	dir := t.TempDir()
 	path := filepath.Join(t.TempDir(), "encryption.yaml")
-	writeAtomic(t, path, encConfig(aescbcKey("A", encKeyA), identityLast))
+	writeAtomic(t, path, []byte(encConfig(aescbcKey("A", encKeyA), identityLast)))
 	options := func(reload bool) *server.Options {
 		o := lifecycleOptions(dir)
 		o.Encryption.ProviderConfigFile = path
@@ -325,7 +311,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	writeAtomic(t, path, encConfig(aescbcKey("B", encKeyB), aescbcKey("A", encKeyA), identityLast))
+	writeAtomic(t, path, []byte(encConfig(aescbcKey("B", encKeyB), aescbcKey("A", encKeyA), identityLast)))
 	start := time.Now()
 	probe := 0
 	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -371,7 +357,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	writeAtomic(t, path, encConfig(aescbcKey("B", encKeyB)))
+	writeAtomic(t, path, []byte(encConfig(aescbcKey("B", encKeyB))))
 	s = serveEncrypted(t, options(false))
 	s.requireSecrets(t, "default", want)
 	customs, err = client.For[*testv1.Custom, *testv1.CustomList](s.srv.Registry(), install.Customs)
@@ -406,7 +392,7 @@ func TestEncryptionConfigInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "encryption.yaml")
-			writeAtomic(t, path, tc.content)
+			writeAtomic(t, path, []byte(tc.content))
 			o := lifecycleOptions(dir)
 			o.Encryption.ProviderConfigFile = path
 			cfg, err := o.Config()
@@ -456,7 +442,7 @@ func (s *encryptedServer) probe(t *testing.T, path string) (int, string) {
 func TestKMSv2(t *testing.T) {
 	plugin := kmstest.Start(t)
 	path := filepath.Join(t.TempDir(), "encryption.yaml")
-	writeAtomic(t, path, plugin.Config("testkms", "secrets", "customs.test"))
+	writeAtomic(t, path, []byte(plugin.Config("testkms", "secrets", "customs.test")))
 	o := lifecycleOptions(t.TempDir())
 	o.Encryption.ProviderConfigFile = path
 	s := serveEncrypted(t, o)

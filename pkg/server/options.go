@@ -88,6 +88,10 @@ type Options struct {
 	// SubjectAccessReview webhook (--authorization-webhook-config-file).
 	AuthorizationWebhookConfigFile string
 
+	// Authentication is structured authentication (--authentication-config:
+	// JWT issuers, anonymous settings); see AuthenticationOptions.
+	Authentication AuthenticationOptions
+
 	// RequestBodyTimeout bounds the time a request's body may take to
 	// arrive, from the request's start: a slower body is answered 408
 	// RequestTimeout (or its connection closed). Requests without a body
@@ -173,6 +177,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Debug.AddFlags(fs)
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 	o.addAuditFlags(fs)
+	o.Authentication.AddFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -220,11 +225,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
-	//  3. it generates the CA, serving certificate, the admin and
-	//     super-admin tokens (a data dir without a super-admin token gets one)
-	//     and (see EncryptionOptions.SecretsEncryption) the encryption key on
-	//     first start (reusing them afterwards).
+	errs = append(errs, o.Encryption.Validate(len(o.EtcdServers) != 0)...)
+	errs = append(errs, o.Limits.Validate()...)
+	errs = append(errs, o.TLS.Validate()...)
 	errs = append(errs, o.validateAudit()...)
+	errs = append(errs, o.validateAuthentication())
 	return errors.Join(errs...)
 }
 

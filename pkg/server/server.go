@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -65,6 +66,8 @@ type Server struct {
 	// when audit is off (audit.go).
 	auditPolicy  audit.PolicyRuleEvaluator
 	auditBackend audit.Backend
+
+	authn *structuredAuthenticator // --authentication-config; nil without
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -218,7 +221,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	}
 	gc.LoopbackClientConfig = loopback
 
-	authn, err := s.authenticator()
+	authn, err := s.authenticator(gc.APIServerID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,7 +248,9 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		group.NewAuthenticatedGroupAdder(x509request.NewDynamic(clientCA.VerifyOptions, x509request.CommonNameUserConversion)))
 	// Anonymous only on the probe paths, and only without credentials: a
 	// request whose credentials fail is refused, as kube-apiserver does.
-	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, s.anonymousProbes())
+	// (--authentication-config's anonymous section changes which paths:
+	// anonymousAuthenticator.)
+	gc.Authentication.Authenticator = union.NewFailOnError(gc.Authentication.Authenticator, s.anonymousAuthenticator())
 	var rules authorizer.RuleResolver
 	gc.Authorization.Authorizer, rules, err = s.authorizer()
 	if err != nil {
@@ -268,25 +273,36 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	return gc, rules, nil
 }
 
-// authenticator accepts the generated admin token, the tokens of
-// --token-auth-file, and nothing else (client certificates are added by
-// the caller); every authenticated user also gets system:authenticated.
-func (s *Server) authenticator() (authenticator.Request, error) {
+// authenticator accepts bearer tokens: the generated admin token, the
+// tokens of --token-auth-file and the JWTs of --authentication-config's
+// issuers (in this order), and nothing else (client certificates and
+// anonymous requests are added by the caller); every authenticated user
+// also gets system:authenticated. The same token authenticators answer
+// TokenReviews (s.tokens), as kube-apiserver's do. serverID labels the
+// authentication config metrics.
+func (s *Server) authenticator(serverID string) (authenticator.Request, error) {
 	o := s.config.Options
 	tokens, err := tokenfile.NewCSV(filepath.Join(o.DataDir, tokensFile))
 	if err != nil {
 		return nil, fmt.Errorf("server: admin token: %w", err)
 	}
-	handlers := []authenticator.Request{bearertoken.New(tokens)}
+	handlers := []authenticator.Token{tokens}
 	if o.TokenAuthFile != "" {
 		extra, err := tokenfile.NewCSV(o.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("server: --token-auth-file: %w", err)
 		}
-		handlers = append(handlers, bearertoken.New(extra))
+		handlers = append(handlers, extra)
 	}
-	s.tokens = group.NewAuthenticatedGroupAdder(authenticator.WrapAudienceAgnosticRequest(nil, union.New(handlers...)))
-	return group.NewAuthenticatedGroupAdder(union.New(handlers...)), nil
+	if o.Authentication.ConfigFile != "" {
+		if s.authn, err = newStructuredAuthenticator(o.Authentication.ConfigFile, serverID); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		handlers = append(handlers, s.authn)
+	}
+	bearer := bearertoken.New(tokenunion.New(handlers...))
+	s.tokens = group.NewAuthenticatedGroupAdder(authenticator.WrapAudienceAgnosticRequest(nil, bearer))
+	return group.NewAuthenticatedGroupAdder(bearer), nil
 }
 
 // installGroups installs one API group per group of the resources (the
@@ -457,6 +473,7 @@ func (s *Server) Handler() http.Handler { return s.generic.Handler }
 // check, embedded etcd), then the listener and the data dir lock.
 func (s *Server) release() error {
 	s.releaseOnce.Do(func() {
+		s.authn.close()
 		if s.generic != nil {
 			s.generic.Destroy()
 		}
