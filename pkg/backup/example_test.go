@@ -16,8 +16,8 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// Example backs up a running server's data dir (its embedded etcd and its
-// keys) into one archive, then restores the archive into a new data dir,
+// Example backs up a running server's data dir (its embedded etcd, its
+// keys, tokens and the generated encryption key) into one archive, then restores the archive into a new data dir,
 // ready for a server: etcd's revision is raised by DefaultRevisionBump
 // and marked compacted.
 func Example() {
@@ -71,8 +71,10 @@ func Example() {
 	// file: admin.kubeconfig 0600
 	// file: ca.crt 0644
 	// file: ca.key 0600
+	// file: encryption-config.yaml 0600
 	// file: serving.crt 0644
 	// file: serving.key 0600
+	// file: super-admin.kubeconfig 0600
 	// file: tokens.csv 0600
 	// revision bumped: true
 }
