@@ -48,7 +48,7 @@ configuration (--encryption-provider-config, or the data dir's generated
 encryption-config.yaml), and report per resource how many were rewritten and
 how many were already current, for example:
 
-  customs.test: 200 rewritten (100 from application/cbor, 100 from application/vnd.kubernetes.protobuf), 100 already application/json
+  ` + cfg.Resources[0].GroupVersionResource().GroupResource().String() + `: 200 rewritten (100 from application/cbor, 100 from application/vnd.kubernetes.protobuf), 100 already application/json
   secrets: 3 rewritten (3 not under the primary encryption key), 0 already application/json
 
 After making a new key primary (first) in the encryption configuration, run

@@ -566,3 +566,34 @@ func TestAuditOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditServerWritesNameTheServer: the RBAC bootstrap at start (and the
+// aggregation loop) write through the in-process client as
+// system:apiserver, kube-apiserver's loopback user, so no audit event of a
+// started server lacks a user.
+func TestAuditServerWritesNameTheServer(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "audit.log")
+	policyFile := writeFile(t, dir, "policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+	customapitest.StartWithOptions(t, func(o *server.Options) {
+		o.AuthorizationMode = server.AuthorizationRBAC
+		o.Audit.PolicyFile = policyFile
+		o.Audit.LogOptions.Path = logPath
+		o.Audit.LogOptions.BatchOptions.Mode = "blocking"
+	}, auditResources()...)
+	bootstrap := 0
+	for _, ev := range readEvents(t, logPath) {
+		if ev.User.Username == "" {
+			t.Errorf("event without a user: %s %s (%s)", ev.Verb, ev.RequestURI, ev.UserAgent)
+		}
+		if ev.ObjectRef != nil && ev.ObjectRef.Resource == "clusterroles" && ev.Verb == "create" {
+			bootstrap++
+			if ev.User.Username != user.APIServerUser {
+				t.Errorf("bootstrap create of clusterrole %s by %q, want %s", ev.ObjectRef.Name, ev.User.Username, user.APIServerUser)
+			}
+		}
+	}
+	if bootstrap == 0 {
+		t.Error("no bootstrap create of a clusterrole was audited")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/customapi/customapi/pkg/rbac"
@@ -40,14 +42,24 @@ func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResourc
 // is idempotent) before the server serves, so a failure is New's error, and
 // registers the post-start hook that runs the ClusterRole aggregation loop
 // until the server stops.
+// Both act as kube-apiserver's own loopback user (system:apiserver in
+// system:masters, asServer), so their writes are audited under that name
+// as kube-apiserver's bootstrap writes are, not as a request without a
+// user.
 func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
-	if err := s.rbac.Bootstrap(ctx, aggregatedResources(resources)); err != nil {
+	if err := s.rbac.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
-		go func(ctx context.Context) { _ = s.rbac.RunAggregation(ctx) }(hc)
+		go func(ctx context.Context) { _ = s.rbac.RunAggregation(asServer(ctx)) }(hc)
 		return nil
 	})
+}
+
+// asServer returns ctx with the user of the server's own work:
+// system:apiserver in system:masters, kube-apiserver's loopback identity.
+func asServer(ctx context.Context) context.Context {
+	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}})
 }
 
 // newRBAC returns the RBAC API of a server whose modes list RBAC, and the
