@@ -89,7 +89,7 @@ func TestAnonymousRequests(t *testing.T) {
 	s := customapitest.Start(t, install.Customs)
 	anon := &http.Client{Transport: anonymousTransport(t, s)}
 	t.Cleanup(anon.CloseIdleConnections)
-	probes := []string{"/livez", "/readyz", "/healthz", "/livez/ping", "/readyz/etcd", "/healthz/etcd", "/healthz/ping", "/version"}
+	probes := []string{"/livez", "/readyz", "/healthz", "/livez/ping", "/readyz/etcd", "/healthz/log", "/healthz/ping", "/version"}
 	others := []string{
 		"/", "/x", "/apis", "/api", "/openapi/v3", "/metrics", "/debug/pprof/",
 		"/healthz/../x", "/healthz/..", "/livez/../apis", "/readyz/./etcd", "/healthz/%2e%2e/x", "/healthz/nonexistent",
