@@ -2,7 +2,7 @@ package server_test
 
 // Raw-HTTP-only parts of the storage-semantics cases: request paths with
 // dot segments, which no typed client can send. Everything both doors can
-// express (S1-S8 of /work/shared/cases/storage-semantics.md) is in the
+// express (the storage-semantics cases S1-S8) is in the
 // scenario suite, test/semantics, run in process and over HTTP.
 
 import (
