@@ -14,27 +14,29 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// auditPolicy is the policy of docs/serving.md, "Audit" (case A1).
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [ResponseStarted]
-rules:
-- level: None
-  resources:
-  - group: coordination.k8s.io
-    resources: [leases]
-- level: None
-  nonResourceURLs: [/readyz, /readyz/*, /livez, /healthz]
-- level: RequestResponse
-  resources:
-  - group: test
-    resources: [customs]
-- level: Metadata
-  resources:
-  - group: ""
-    resources: [secrets]
-- level: Metadata
-`
+// auditPolicy returns the policy a user pastes from docs/serving.md,
+// "Audit" (case A1): the section's first yaml block, read from the docs so
+// that the tests check what the docs say.
+func auditPolicy(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "serving.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Audit\n")
+	if !ok {
+		t.Fatal(`docs/serving.md has no "## Audit" section`)
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	if !ok {
+		t.Fatal(`docs/serving.md, "Audit": no yaml block`)
+	}
+	policy, _, ok := strings.Cut(block, "```")
+	if !ok || !strings.Contains(policy, "kind: Policy") {
+		t.Fatalf(`docs/serving.md, "Audit": the first yaml block is not a policy: %q`, policy)
+	}
+	return []byte(policy)
+}
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
 type auditEvent struct {
@@ -87,7 +89,7 @@ func TestAuditKubectl(t *testing.T) {
 	kubectlPath(t)
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, auditPolicy(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "audit", "audit.log")
@@ -175,7 +177,7 @@ func TestAuditLogDiskFull(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	policy := filepath.Join(t.TempDir(), "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, auditPolicy(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv := startServer(t, "", "--audit-policy-file", policy, "--audit-log-path", "/dev/full")
