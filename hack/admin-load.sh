@@ -13,7 +13,9 @@
 #   after --        more flags for customapi serve (for example --max-requests-inflight=100)
 #
 # Two cases, each on a new server (--secure-port 0, loopback, a temporary
-# data dir), after writing the objects:
+# data dir), after writing the objects and waiting until the server has
+# counted them (apiserver_storage_objects: the count prices each LIST's
+# in-flight seats):
 #   lists:         600 concurrent LIST workers of every object, one writer;
 #   lists+watches: 200 LIST workers, 500 watches of the namespace, one writer.
 # Every LIST worker loops for --duration, waiting Retry-After after a 429 as

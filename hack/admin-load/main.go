@@ -40,7 +40,7 @@ type options struct {
 	objects, seedWorkers, lists, watches       int
 	messageBytes                               int
 	duration                                   time.Duration
-	writer                                     bool
+	writer, waitForCount                       bool
 }
 
 func run() error {
@@ -55,6 +55,7 @@ func run() error {
 	flag.IntVar(&o.lists, "lists", 600, "concurrent LIST workers, each listing every object in a loop")
 	flag.IntVar(&o.watches, "watches", 0, "concurrent watches of the namespace, from the current resourceVersion")
 	flag.BoolVar(&o.writer, "writer", true, "run one writer that patches an object in a loop and measures its latency")
+	flag.BoolVar(&o.waitForCount, "wait-for-count", true, "after seeding, wait (at most 2m) until the server's apiserver_storage_objects counts the objects: the count prices each LIST's in-flight seats, and the server refreshes it every --etcd-count-metric-poll-period")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "how long the load runs (at most 10m)")
 	flag.Parse()
 	if o.kubeconfig == "" {
@@ -70,6 +71,11 @@ func run() error {
 	}
 	if err := seed(ctx, c, o); err != nil {
 		return err
+	}
+	if o.waitForCount {
+		if err := waitForCount(ctx, c, o); err != nil {
+			return err
+		}
 	}
 	return load(ctx, c, o)
 }
@@ -196,6 +202,44 @@ func seed(ctx context.Context, c *client, o options) error {
 	}
 	fmt.Printf("seed: %d objects (%d created, %d existed) in %.1fs\n", o.objects, created.Load(), exists.Load(), time.Since(start).Seconds())
 	return nil
+}
+
+// waitForCount polls the server's /metrics until its object count of the
+// customs (apiserver_storage_objects{resource="customs.test"}) is at least
+// o.objects, for at most two minutes. A server that has not reported the
+// metric at all within 30 s (one that does not count) is not waited for.
+func waitForCount(ctx context.Context, c *client, o options) error {
+	start := time.Now()
+	want := fmt.Sprintf("apiserver_storage_objects{resource=%q} ", "customs.test")
+	for {
+		resp, err := c.do(ctx, http.MethodGet, "/metrics", "", nil)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		counted := false
+		for _, line := range strings.Split(string(body), "\n") {
+			if n, ok := strings.CutPrefix(line, want); ok {
+				counted = true
+				if count, err := strconv.ParseFloat(strings.TrimSpace(n), 64); err == nil && count >= float64(o.objects) {
+					fmt.Printf("count: the server counted %.0f objects %.1fs after the seed\n", count, time.Since(start).Seconds())
+					return nil
+				}
+			}
+		}
+		if !counted && resp.StatusCode == http.StatusOK && time.Since(start) > 30*time.Second {
+			fmt.Println("count: the server does not report apiserver_storage_objects for the customs; not waiting")
+			return nil
+		}
+		if time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("the server's apiserver_storage_objects did not reach %d within 2m (HTTP %s)", o.objects, resp.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // stats counts answers by status code.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage/value"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
@@ -67,6 +68,11 @@ type Config struct {
 	// --audit-* flags, so both doors log the same events. Zero: in-process
 	// requests are not audited.
 	Audit Audit
+	// ObjectCounts and CountPollPeriod: see storage.Config (each store
+	// tells ObjectCounts its object count every CountPollPeriod; nil: no
+	// polling). A server passes the tracker its in-flight limits read.
+	ObjectCounts    flowcontrolrequest.StorageObjectCountTracker
+	CountPollPeriod time.Duration
 }
 
 // Registry is the set of stores of declared resources on one etcd, with
@@ -160,6 +166,8 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		WriteTimeout:       cfg.WriteTimeout,
 		ReadTimeout:        cfg.ReadTimeout,
 		Transformers:       cfg.Transformers,
+		ObjectCounts:       cfg.ObjectCounts,
+		CountPollPeriod:    cfg.CountPollPeriod,
 	}
 	if cfg.EmbeddedEtcd == nil {
 		// Validate before anything connects.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/server"
@@ -284,9 +286,10 @@ func (w *blockingWebhook) kubeconfig(t *testing.T, dir string) string {
 
 // The in-flight limits apply to the generated admin: with
 // --max-requests-inflight=2 and --max-mutating-requests-inflight=1, and
-// that many of its requests held open (their authorization, which comes
-// after the limit in the chain, waits on a webhook), its next list or
-// create is 429 with Retry-After, at once; the super-admin's is served
+// that many of its requests held open (two GETs, one seat each, and a
+// create; their authorization, which comes after the limit in the chain,
+// waits on a webhook), its next list or create is 429 with Retry-After, at
+// once; the super-admin's is served
 // (system:masters is exempt, as in kube-apiserver); watches take no seat.
 // Once released, the held requests succeed.
 func TestMaxInFlightLimitsAdmin(t *testing.T) {
@@ -300,8 +303,8 @@ func TestMaxInFlightLimitsAdmin(t *testing.T) {
 	admin, super := s.Config.BearerToken, s.SuperAdminConfig.BearerToken
 
 	held := map[string]request{
-		"hold-list-1": {method: http.MethodGet, path: customsIn("hold-list-1")},
-		"hold-list-2": {method: http.MethodGet, path: customsIn("hold-list-2")},
+		"hold-get-1":  {method: http.MethodGet, path: customsIn("hold-get-1") + "/x"},
+		"hold-get-2":  {method: http.MethodGet, path: customsIn("hold-get-2") + "/x"},
 		"hold-create": {method: http.MethodPost, path: customsIn("hold-create"), body: encode(t, custom("c"))},
 	}
 	type result struct {
@@ -368,8 +371,8 @@ func TestMaxInFlightLimitsAdmin(t *testing.T) {
 	wh.releaseAll()
 	for range held {
 		r := <-results
-		if r.err != nil || (r.code != http.StatusOK && r.code != http.StatusCreated) {
-			t.Errorf("held request: %v %d", r.err, r.code)
+		if r.err != nil || (r.code != http.StatusNotFound && r.code != http.StatusCreated) {
+			t.Errorf("held request: %v %d (want 404 for the gets, 201 for the create)", r.err, r.code)
 		}
 	}
 }
@@ -382,4 +385,97 @@ func writeTokens(t *testing.T, lines string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A LIST takes as many read-only seats as API Priority and Fairness would
+// charge it, so a few LISTs of many objects cannot hold a server's memory
+// hostage: with --max-requests-inflight=10 and one seat held (a GET
+// waiting on the authorization webhook), a LIST of a megabyte of objects
+// needs all ten and is refused with 429, a Status naming the seats, and
+// Retry-After; a LIST of the three namespaces, a LIST of one object by name
+// and a GET take one seat each and are served; the super-admin's LIST is
+// served; once the seat is free, the big LIST is served (capped at the
+// whole limit, so it can always run alone).
+func TestListSeats(t *testing.T) {
+	wh := newBlockingWebhook(t)
+	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+		o.AuthorizationMode = server.AuthorizationWebhook
+		o.AuthorizationWebhookConfigFile = wh.kubeconfig(t, t.TempDir())
+		o.Limits.MaxRequestsInFlight = 10
+		o.Limits.CountPollPeriod = 100 * time.Millisecond
+	}, append(batteries.Resources(batteries.Options{}), install.Customs)...)
+	admin, super := s.Config.BearerToken, s.SuperAdminConfig.BearerToken
+
+	// 100 customs of 11 kB: 1.1 MB, ten seats (one per 100 kB, at most ten
+	// from the watch cache).
+	for i := range 100 {
+		c := custom(fmt.Sprintf("big-%03d", i))
+		c.Spec.Message = strings.Repeat("x", 11_000)
+		requireCode(t, as(t, s, super, request{method: http.MethodPost, path: customsIn("default"), body: encode(t, c)}), http.StatusCreated)
+	}
+
+	held := make(chan int, 1)
+	go func() {
+		req := newRequest(t, s.URL, request{method: http.MethodGet, path: customsIn("hold-seat") + "/x", header: http.Header{"Authorization": {"Bearer " + admin}}})
+		resp, err := (&http.Client{Transport: anonymousTransport(t, s)}).Do(req)
+		if err != nil {
+			held <- 0
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		held <- resp.StatusCode
+	}()
+	select {
+	case <-wh.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held request did not reach the webhook")
+	}
+
+	bigList := request{method: http.MethodGet, path: customsIn("default")}
+	// The counts are refreshed every 100 ms; until both resources are
+	// counted, a LIST is priced at the most seats.
+	var ns, big response
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		ns, big = as(t, s, admin, request{method: http.MethodGet, path: "/api/v1/namespaces"}), as(t, s, admin, bigList)
+		return ns.code == http.StatusOK && big.code == http.StatusTooManyRequests, nil
+	}); err != nil {
+		var counts []string
+		for _, line := range strings.Split(string(as(t, s, super, request{method: http.MethodGet, path: "/metrics"}).body), "\n") {
+			if strings.HasPrefix(line, "apiserver_storage_objects{") {
+				counts = append(counts, line)
+			}
+		}
+		t.Fatalf("LIST namespaces %d, LIST customs %d (%s): want 200 and 429 once both are counted; counts: %q", ns.code, big.code, abbreviate(big.body), counts)
+	}
+	st := requireStatus(t, big, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests)
+	if !strings.Contains(st.Message, "needs 10 of 10 read-only seats") || big.header.Get("Retry-After") != "1" {
+		t.Fatalf("429 %q, Retry-After %q: want the seats named and Retry-After 1", st.Message, big.header.Get("Retry-After"))
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+		r     request
+	}{
+		{"admin list of one by name", admin, request{method: http.MethodGet, path: customsIn("default") + "?fieldSelector=metadata.name%3Dbig-007"}},
+		{"admin get", admin, request{method: http.MethodGet, path: customsIn("default") + "/big-007"}},
+		{"super-admin list", super, bigList},
+		// Not stored here: priced at one seat, as upstream prices an
+		// uncounted resource, and answered 404.
+		{"admin list of a resource not served", admin, request{method: http.MethodGet, path: "/apis/nope.example.com/v1/nopes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := http.StatusOK
+			if strings.Contains(tc.r.path, "nope") {
+				want = http.StatusNotFound
+			}
+			requireCode(t, as(t, s, tc.token, tc.r), want)
+		})
+	}
+
+	wh.releaseAll()
+	if code := <-held; code != http.StatusNotFound {
+		t.Fatalf("held GET: %d, want 404", code)
+	}
+	requireCode(t, as(t, s, admin, bigList), http.StatusOK)
 }

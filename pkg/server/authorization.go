@@ -35,12 +35,16 @@ const (
 // but is handed deferToInner, which leaves the request's own check to
 // withAuthorization, installed directly around the API handler: the same
 // position in the chain. Every other check (impersonation) reaches the real
-// authorizer. inner is the API handler with customapi's own filters.
-func buildHandlerChain(inner http.Handler, c *genericapiserver.Config, bodyTimeout time.Duration) http.Handler {
+// authorizer. inner is the API handler with customapi's own filters; limit
+// charges each request its in-flight seats (inFlightSeats.handler), in the
+// place of the generic server's max-in-flight filter, which
+// LimitOptions.applyTo turns off: after impersonation, before
+// withAuthorization.
+func buildHandlerChain(inner http.Handler, c *genericapiserver.Config, bodyTimeout time.Duration, limit func(http.Handler) http.Handler) http.Handler {
 	authz := c.Authorization.Authorizer
 	c.Authorization.Authorizer = deferToInner(authz)
 	defer func() { c.Authorization.Authorizer = authz }()
-	chain := genericapiserver.DefaultBuildHandlerChain(withAuthorization(withBodyDeadline(inner), authz, c.Serializer), c)
+	chain := genericapiserver.DefaultBuildHandlerChain(limit(withAuthorization(withBodyDeadline(inner), authz, c.Serializer)), c)
 	return withRequestBody(chain, bodyTimeout)
 }
 

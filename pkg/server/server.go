@@ -30,6 +30,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	"k8s.io/component-base/compatibility"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,11 @@ type Server struct {
 	auditBackend audit.Backend
 
 	authn *structuredAuthenticator // --authentication-config; nil without
+
+	// In-flight limits (limits.go): every store reports its object count
+	// to objectCounts, which prices the LISTs seats charges.
+	objectCounts flowcontrolrequest.StorageObjectCountTracker
+	seats        *inFlightSeats
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -125,6 +131,8 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache,
 		AddToScheme: []func(*runtime.Scheme) error{review.AddToScheme}}
 	rc.Audit = s.registryAudit()
+	s.objectCounts = flowcontrolrequest.NewStorageObjectCountTracker()
+	rc.ObjectCounts, rc.CountPollPeriod = s.objectCounts, o.Limits.CountPollPeriod
 	if len(o.EtcdServers) == 0 {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
 	} else {
@@ -174,6 +182,12 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 			return nil, err
 		}
 	}
+	if err := s.generic.AddPostStartHook("customapi-in-flight-seats", func(hc genericapiserver.PostStartHookContext) error {
+		s.seats.publish(hc.Done())
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	loopbackToken := gc.LoopbackClientConfig.BearerToken
 	if err := s.generic.AddPostStartHook("customapi-ready", func(hc genericapiserver.PostStartHookContext) error {
 		go s.notifyReady(hc, loopbackToken)
@@ -198,10 +212,12 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
 		inner := withNumberCheck(api, s.registry.Store, c.MaxRequestBodyBytes, codecs)
-		return buildHandlerChain(inner, c, o.RequestBodyTimeout)
+		s.seats = newInFlightSeats(o.Limits, s.objectCounts, s.registry.Resources(), c)
+		return buildHandlerChain(inner, c, o.RequestBodyTimeout, s.seats.handler)
 	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	o.Limits.applyTo(gc)
+	gc.StorageObjectCountTracker = s.objectCounts
 	o.Debug.applyTo(gc)
 	s.applyAudit(gc)
 

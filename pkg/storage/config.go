@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
 	"github.com/customapi/customapi/pkg/etcd"
 )
@@ -75,7 +76,28 @@ type Config struct {
 	// (LoadEncryptionConfig, then StaticTransformers or DynamicTransformers).
 	// nil stores values as they are encoded (no encryption).
 	Transformers value.ResourceTransformers
+	// ObjectCounts, when set, is told each resource's object count and
+	// average size (storage.Stats, from the watch cache's keys or an etcd
+	// count) every CountPollPeriod, under the resource's
+	// "<resource>.<group>" name, as kube-apiserver's generic registry does
+	// (genericregistry.Store's startObservingCount, which also sets the
+	// apiserver_storage_objects metric). A server reads it to charge a LIST
+	// by the objects it returns (the in-flight seats of
+	// server.LimitOptions). nil: counts are not polled.
+	ObjectCounts flowcontrolrequest.StorageObjectCountTracker
+	// CountPollPeriod is how often ObjectCounts is told the counts
+	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
+	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
+	CountPollPeriod time.Duration
 }
+
+// DefaultCountPollPeriod is Config.CountPollPeriod's default: ten seconds.
+// kube-apiserver polls every minute (--etcd-count-metric-poll-period); a
+// count that lags by a minute lets a server just filled with objects serve
+// a minute of LISTs charged as if the resource were empty, which is what the
+// count is for. A poll is one pass over the resource's keys in the watch
+// cache (an etcd count without it).
+const DefaultCountPollPeriod = 10 * time.Second
 
 // Validate returns an error naming the first invalid field.
 func (c Config) Validate() error {
@@ -132,6 +154,8 @@ func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),
 		readTimeout:  effectiveTimeout(c.ReadTimeout, DefaultReadTimeout),
 		transformers: c.Transformers,
+		counts:       c.ObjectCounts,
+		countPeriod:  effectiveTimeout(c.CountPollPeriod, DefaultCountPollPeriod),
 	}, nil
 }
 
@@ -154,7 +178,9 @@ type restOptionsGetter struct {
 	backend                   storagebackend.Config
 	watchCache                bool
 	writeTimeout, readTimeout time.Duration
-	transformers              value.ResourceTransformers // nil: none
+	transformers              value.ResourceTransformers                   // nil: none
+	counts                    flowcontrolrequest.StorageObjectCountTracker // nil: no polling
+	countPeriod               time.Duration
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -234,7 +260,7 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 	if g.watchCache {
 		decorator = genericregistry.StorageWithCacher()
 	}
-	return generic.RESTOptions{
+	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),
 		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface { return &statusErrorStorage{Interface: s} }),
 			func(s storage.Interface) storage.Interface {
@@ -242,7 +268,12 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 			}),
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          ResourcePrefix(gr),
-	}, nil
+	}
+	if g.counts != nil && g.countPeriod > 0 {
+		opts.StorageObjectCountTracker = g.counts
+		opts.CountMetricPollPeriod = g.countPeriod
+	}
+	return opts, nil
 }
 
 // TransformerFor returns the transformer values of gr pass through (see

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	apistorage "k8s.io/apiserver/pkg/storage"
+	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
+	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
+)
+
+// A stored resource whose count is not known yet is priced as a stale count
+// (the most seats), not as upstream's unknown (one seat); a resource the
+// server does not store stays unknown; a known count is passed on.
+func TestLocalCounts(t *testing.T) {
+	tracker := flowcontrolrequest.NewStorageObjectCountTracker()
+	tracker.Set("customs.test", apistorage.Stats{ObjectCount: 7, EstimatedAverageObjectSizeBytes: 300})
+	get := localCounts(tracker, sets.New("customs.test", "widgets.example.com"))
+	for _, tc := range []struct {
+		resource string
+		want     int64
+		wantErr  error
+	}{
+		{"customs.test", 7, nil},
+		{"widgets.example.com", 0, flowcontrolrequest.ObjectCountStaleErr},
+		{"nopes.example.com", 0, flowcontrolrequest.ObjectCountNotFoundErr},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			stats, err := get(tc.resource)
+			if stats.ObjectCount != tc.want || !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got %d, %v; want %d, %v", stats.ObjectCount, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A pool hands out seats without waiting, caps a request at its capacity
+// (so the widest request can run alone), and reports the most seats in use
+// since the last report.
+func TestSeatPool(t *testing.T) {
+	p := newSeatPool(10, fcmetrics.GetExecutingReadonlyConcurrency())
+	steps := []struct {
+		take, want int64
+	}{
+		{4, 4},
+		{10, 0}, // 6 free: a 10-seat request is refused
+		{6, 6},
+		{1, 0},
+	}
+	for _, s := range steps {
+		if got := p.tryTake(s.take); got != s.want {
+			t.Fatalf("tryTake(%d) = %d, want %d", s.take, got, s.want)
+		}
+	}
+	p.give(4)
+	p.give(6)
+	if w := p.takeWatermark(); w != 10 {
+		t.Fatalf("watermark %d, want 10", w)
+	}
+	if got := p.tryTake(25); got != 10 {
+		t.Fatalf("tryTake(25) on an empty pool of 10 = %d, want 10 (capped)", got)
+	}
+	p.give(10)
+	if w := p.takeWatermark(); w != 10 {
+		t.Fatalf("watermark %d, want 10", w)
+	}
+	if w := p.takeWatermark(); w != 0 {
+		t.Fatalf("watermark of an idle period %d, want 0", w)
+	}
+	if newSeatPool(0, fcmetrics.GetExecutingReadonlyConcurrency()) != nil {
+		t.Fatal("a pool of 0 seats must be nil (no limit)")
+	}
+}
