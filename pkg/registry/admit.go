@@ -42,17 +42,30 @@ func (r *mainREST) admitUpdate(updateValidation rest.ValidateObjectUpdateFunc) r
 	}
 }
 
-// lifecycleOnCreate returns createValidation preceded by the namespace
-// lifecycle check, for updates that create (an apply of a new object):
-// Create checks the namespace before anything else, as kube-apiserver's
+// admitEveryCreate runs the AdmitCreate hooks of the registry's resources
+// (resource.RegistryHooks; for example the namespace lifecycle of
+// pkg/batteries) for a create of the object name of this resource, in the
+// order of the resources: the first error refuses the create.
+func (r *mainREST) admitEveryCreate(ctx context.Context, name string) error {
+	for _, admit := range r.admitCreates {
+		if err := admit(ctx, r.DefaultQualifiedResource, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lifecycleOnCreate returns createValidation preceded by the registry's
+// create admission (admitEveryCreate), for updates that create (an apply
+// of a new object): Create admits before anything else, as kube-apiserver's
 // NamespaceLifecycle admission does, but an update only creates once it
 // found no object.
 func (r *mainREST) lifecycleOnCreate(createValidation rest.ValidateObjectFunc) rest.ValidateObjectFunc {
-	if r.lifecycle == nil {
+	if len(r.admitCreates) == 0 {
 		return createValidation
 	}
 	return func(ctx context.Context, obj runtime.Object) error {
-		if err := r.lifecycle.checkCreate(ctx, r.DefaultQualifiedResource, nameOf(obj)); err != nil {
+		if err := r.admitEveryCreate(ctx, nameOf(obj)); err != nil {
 			return err
 		}
 		if createValidation != nil {

@@ -151,7 +151,7 @@ func (s *Store) auditAttributes(ctx context.Context, req AuditRequest) authorize
 	u, _ := genericapirequest.UserFrom(ctx)
 	gvr := s.res.GroupVersionResource()
 	ns := req.Namespace
-	if isNamespaces(s.res) && req.Name != "" {
+	if namespaceInPath(s.res) && req.Name != "" {
 		// /api/v1/namespaces/x: RequestInfo's namespace is x.
 		ns = req.Name
 	}

@@ -18,11 +18,17 @@
 //   - finalizers and deletionTimestamp work as in Kubernetes: delete marks an
 //     object with finalizers, removing the last finalizer deletes it;
 //   - labels, annotations and finalizers are validated as ObjectMeta is in
-//     Kubernetes;
-//   - when the resources include core v1 namespaces (NamespaceKind), namespaced
-//     objects can only be created in existing, non-terminating namespaces, and
-//     a namespace controller deletes the content of deleted namespaces, as
-//     kube-apiserver and kube-controller-manager do.
+//     Kubernetes.
+//
+// What one kind needs beyond these rules is its declaration's hooks, never a
+// branch here: PrepareForCreate and PrepareForUpdate (the strategy),
+// update-only Subresources, ShouldDeleteDuringUpdate, and OnOpen, whose
+// RegistryHooks add an admission of every create, a delete of the kind's
+// own and a controller run until Close. batteries.Namespaces is built that
+// way: namespaced objects can then only be created in existing,
+// non-terminating namespaces, and the namespace controller
+// (pkg/controllers/namespace) deletes the content of deleted namespaces, as
+// kube-apiserver and kube-controller-manager do.
 //
 // Open builds a Registry: the scheme of the declared resources, one Store per
 // resource (the main store and, with a status subresource, the status

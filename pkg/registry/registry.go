@@ -92,8 +92,8 @@ type Registry struct {
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
 	stop      chan struct{}             // closed by Close: ends the etcd check
 
-	// stopControllers ends the namespace controller; controllers is done
-	// when it has returned. Both are set once Open succeeds.
+	// stopControllers ends the RegistryHooks' Run loops (controllers);
+	// controllers is done when they have returned. Set by openHooks.
 	stopControllers context.CancelFunc
 	controllers     sync.WaitGroup
 
@@ -104,11 +104,12 @@ type Registry struct {
 // resource (strategy, table columns, watch cache unless disabled), the
 // embedded etcd when cfg.EmbeddedEtcd is set, and kube-apiserver's etcd
 // health check; it returns once every store serves requests (the watch
-// caches have listed etcd). Errors, never panics: no resources, a resource
-// without OpenAPIDefinitions, an invalid declaration, Config or media type
-// for a type, etcd that cannot start or be reached within
-// DefaultReadyTimeout (the error names the endpoints), or ctx ending first
-// (the error wraps ctx.Err()). On error everything already started is
+// caches have listed etcd) and the resources' OnOpen hooks have run (their
+// RegistryHooks then apply until Close). Errors, never panics: no
+// resources, a resource without OpenAPIDefinitions, an invalid
+// declaration, Config or media type for a type, etcd that cannot start or
+// be reached within DefaultReadyTimeout (the error names the endpoints), an
+// OnOpen hook's error, or ctx ending first (the error wraps ctx.Err()). On error everything already started is
 // released before Open returns (a store whose construction is still
 // connecting is released once that is over).
 func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg *Registry, err error) {
@@ -210,37 +211,10 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if err := r.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.startNamespaces(ctx); err != nil {
+	if err := r.openHooks(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
-}
-
-// startNamespaces turns on the namespace lifecycle (see NamespaceKind) when
-// the registry serves namespaces: every store enforces it, the default
-// namespaces are created, and the namespace controller runs until Close.
-func (r *Registry) startNamespaces(ctx context.Context) error {
-	var nsStore *Store
-	for _, st := range r.stores {
-		if isNamespaces(st.res) {
-			nsStore = st
-		}
-	}
-	if nsStore == nil {
-		return nil
-	}
-	lc := newLifecycle(nsStore)
-	for _, st := range r.stores {
-		st.lifecycle = lc
-	}
-	if err := lc.bootstrap(ctx); err != nil {
-		return err
-	}
-	ctrlCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopControllers = cancel
-	c := newNamespaceController(r, nsStore)
-	r.controllers.Go(func() { c.run(ctrlCtx) })
-	return nil
 }
 
 // openStores creates one store per resource. Creating a store connects to
@@ -360,9 +334,10 @@ func (r *Registry) Ready() error {
 	return nil
 }
 
-// Close stops the watch caches, closes the etcd connections, ends the
-// etcd check and stops the embedded etcd, if Open started one. Safe to
-// call more than once; it returns nil.
+// Close ends the RegistryHooks' Run loops and waits for them, stops the
+// watch caches, closes the etcd connections, ends the etcd check and stops
+// the embedded etcd, if Open started one. Safe to call more than once; it
+// returns nil.
 func (r *Registry) Close() error {
 	r.closeOnce.Do(func() {
 		if r.stopControllers != nil {

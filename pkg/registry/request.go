@@ -64,8 +64,8 @@ func (s *Store) target(name, sub string) (rest.Updater, *managedfields.FieldMana
 		return s.mainREST(), s.writes.main, nil
 	case sub == "status" && s.status != nil:
 		return s.statusREST(), s.writes.status, nil
-	case sub == "finalize" && s.finalize != nil:
-		return &finalizeREST{store: s.finalize}, s.writes.main, nil
+	case s.subresources[sub] != nil:
+		return &subresourceREST{store: s.subresources[sub]}, s.writes.main, nil
 	default:
 		return nil, nil, apierrors.NewNotFound(s.res.GroupResource(), name+"/"+sub)
 	}

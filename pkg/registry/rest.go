@@ -2,24 +2,37 @@ package registry
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/customapi/customapi/pkg/resource"
 )
 
 // RESTStorage returns what an API server installs for the resource: the
-// main resource under its plural name and, with a status subresource,
-// "<plural>/status", which only gets, updates and patches.
+// main resource under its plural name; with a status subresource,
+// "<plural>/status", which only gets, updates and patches; and
+// "<plural>/<name>" for each of the declaration's Subresources, which only
+// update and patch.
 func (s *Store) RESTStorage() map[string]rest.Storage {
 	out := map[string]rest.Storage{s.res.Plural: s.mainREST()}
 	if st := s.statusREST(); st != nil {
 		out[s.res.Plural+"/status"] = st
 	}
-	if s.finalize != nil {
-		out[s.res.Plural+"/finalize"] = &finalizeREST{store: s.finalize}
+	for name, sub := range s.subresources {
+		out[s.res.Plural+"/"+name] = &subresourceREST{store: sub}
 	}
 	return out
 }
@@ -41,7 +54,7 @@ func (s *Store) StatusREST() rest.Updater {
 
 func (s *Store) mainREST() *mainREST {
 	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit,
-		lifecycle: s.lifecycle, namespaces: isNamespaces(s.res)}
+		hooks: s.hooks, admitCreates: s.admitCreates}
 }
 
 func (s *Store) statusREST() *statusREST {
@@ -52,14 +65,18 @@ func (s *Store) statusREST() *statusREST {
 }
 
 // mainREST is the main resource: the generic store plus the short names
-// and categories served in discovery.
+// and categories served in discovery, the resource's Admit hook and the
+// registry's hooks (resource.RegistryHooks).
 type mainREST struct {
 	*genericregistry.Store
 	shortNames []string
 	categories []string
 	admit      func(ctx context.Context, obj, old runtime.Object) error // resource.Resource.Admit
-	lifecycle  *lifecycle                                               // nil unless the registry serves namespaces
-	namespaces bool                                                     // this is the namespaces resource
+	// hooks are the RegistryHooks of the resource itself (Delete,
+	// DeleteCollection); admitCreates the AdmitCreate hooks of every
+	// resource of the registry. Both are set by Open.
+	hooks        resource.RegistryHooks
+	admitCreates []func(ctx context.Context, gr schema.GroupResource, name string) error
 }
 
 // ShortNames implements rest.ShortNamesProvider.
@@ -72,6 +89,124 @@ var (
 	_ rest.ShortNamesProvider = &mainREST{}
 	_ rest.CategoriesProvider = &mainREST{}
 )
+
+// checkNamespace returns a 400 BadRequest when the request namespace in
+// ctx is set but not a valid namespace name (for example ".." or "."). The
+// generic registry puts the namespace into the etcd key unchecked, and the
+// storage would then refuse the key with a 500 ("invalid key"). Every REST
+// method of mainREST and statusREST calls it, so HTTP requests and the
+// in-process client get the same answer.
+func checkNamespace(ctx context.Context) error {
+	ns, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok || ns == "" {
+		return nil
+	}
+	if msgs := apimachineryvalidation.ValidateNamespaceName(ns, false); len(msgs) != 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(msgs, "; ")))
+	}
+	return nil
+}
+
+// checkNamespace is the package's checkNamespace for a namespaced resource,
+// whose etcd keys hold the request namespace. The keys of a cluster-scoped
+// resource hold none, so its main resource ignores the request namespace:
+// k8s.io/apiserver's handlers set one there only for a resource whose path
+// is /namespaces/NAME (core v1 namespaces), where it is the object's own
+// name, so that an invalid name gets the strategy's 422 Invalid with a field
+// path, or 404, as kube-apiserver answers, rather than a 400.
+func (r *mainREST) checkNamespace(ctx context.Context) error {
+	if !r.NamespaceScoped() {
+		return nil
+	}
+	return checkNamespace(ctx)
+}
+
+// Create implements rest.Creater: the generic store's create after the
+// namespace check and the registry's create admission (admitEveryCreate).
+func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.admitEveryCreate(ctx, nameOf(obj)); err != nil {
+		return nil, err
+	}
+	return r.Store.Create(ctx, obj, r.admitCreate(createValidation), options)
+}
+
+// Get implements rest.Getter after the namespace check.
+func (r *mainREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	return r.Store.Get(ctx, name, options)
+}
+
+// List implements rest.Lister after the namespace check.
+func (r *mainREST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	return r.Store.List(ctx, options)
+}
+
+// Watch implements rest.Watcher after the namespace check.
+func (r *mainREST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	return r.Store.Watch(ctx, options)
+}
+
+// Delete implements rest.GracefulDeleter after the namespace check: the
+// resource's RegistryHooks.Delete when it has one, else the generic
+// store's.
+func (r *mainREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, false, err
+	}
+	if r.hooks.Delete != nil {
+		if options == nil {
+			options = &metav1.DeleteOptions{}
+		}
+		return r.hooks.Delete(ctx, genericStorage{r.Store}, name, resource.ValidateObjectFunc(deleteValidation), options)
+	}
+	return r.Store.Delete(ctx, name, deleteValidation, options)
+}
+
+// DeleteCollection implements rest.CollectionDeleter after the namespace
+// check: the resource's RegistryHooks.DeleteCollection when it has one,
+// else the generic store's.
+func (r *mainREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
+	if err := r.checkNamespace(ctx); err != nil {
+		return nil, err
+	}
+	if r.hooks.DeleteCollection != nil {
+		if options == nil {
+			options = &metav1.DeleteOptions{}
+		}
+		return r.hooks.DeleteCollection(ctx, genericStorage{r.Store}, resource.ValidateObjectFunc(deleteValidation), options, listOptions)
+	}
+	return r.Store.DeleteCollection(ctx, deleteValidation, options, listOptions)
+}
+
+var _ rest.StandardStorage = &mainREST{}
+
+// nameOf returns obj's metadata.name ("" when obj has no metadata or only
+// a generateName), for errors.
+func nameOf(obj runtime.Object) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
+	}
+	return ""
+}
+
+// namespaceInPath reports whether requests for the objects of res carry
+// the object's name as their namespace: k8s.io/apiserver's RequestInfo
+// reads /namespaces/NAME at the start of a resource path as the namespace
+// NAME, so a request for the object NAME of a resource named "namespaces"
+// (/api/v1/namespaces/NAME) has NAME as its namespace too. The in-process
+// door's audit events follow it.
+func namespaceInPath(res resource.Resource) bool { return res.Plural == "namespaces" }
 
 // statusREST is the status subresource: get, update and patch only.
 type statusREST struct {
@@ -116,4 +251,33 @@ var (
 	_ rest.Getter              = &statusREST{}
 	_ rest.Updater             = &statusREST{}
 	_ rest.ResetFieldsStrategy = &statusREST{}
+)
+
+// subresourceREST is one of the declaration's Subresources
+// (resource.Subresource): update only, never creating the object.
+type subresourceREST struct {
+	store *genericregistry.Store
+}
+
+// New returns an empty object of the resource.
+func (r *subresourceREST) New() runtime.Object { return r.store.New() }
+
+// Destroy does nothing: the main store owns the storage.
+func (r *subresourceREST) Destroy() {}
+
+// Update writes the object as the subresource's strategy lets it
+// (subresourceStrategy); it never creates one.
+func (r *subresourceREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.store.Update(ctx, name, clientUpdate{objInfo}, createValidation, updateValidation, false, options)
+}
+
+// GetResetFields says which fields an update through the subresource
+// ignores, for server-side apply: the main resource's.
+func (r *subresourceREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return r.store.GetResetFields()
+}
+
+var (
+	_ rest.Updater             = &subresourceREST{}
+	_ rest.ResetFieldsStrategy = &subresourceREST{}
 )

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -29,12 +30,14 @@ type Store struct {
 	// the resource has none. It shares main's storage.
 	status *genericregistry.Store
 
-	// finalize serves namespaces/finalize (spec.finalizers only); nil for
-	// every other resource. It shares main's storage.
-	finalize *genericregistry.Store
-	// lifecycle enforces namespaces on creates; nil when the registry does
-	// not serve namespaces. Set by Open once every store exists.
-	lifecycle *lifecycle
+	// subresources serve the declaration's Subresources (update only), by
+	// name. They share main's storage.
+	subresources map[string]*genericregistry.Store
+	// hooks are the RegistryHooks the resource's OnOpen returned for this
+	// registry, and admitCreates the AdmitCreate hooks of every resource of
+	// the registry; both set by Open once every store exists.
+	hooks        resource.RegistryHooks
+	admitCreates []func(ctx context.Context, gr schema.GroupResource, name string) error
 
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
@@ -87,8 +90,8 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 		// event store does with --event-ttl.
 		main.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return ttl, nil }
 	}
-	if isNamespaces(res) {
-		main.ShouldDeleteDuringUpdate = shouldDeleteNamespaceDuringUpdate
+	if res.ShouldDeleteDuringUpdate != nil {
+		main.ShouldDeleteDuringUpdate = res.ShouldDeleteDuringUpdate
 	}
 	if err := main.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: attrs}); err != nil {
 		return nil, fmt.Errorf("registry: %s: %w", res.GroupResource(), err)
@@ -97,8 +100,11 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 	if res.StatusSubresource {
 		out.status = subresourceStore(main, statusStrategy{s})
 	}
-	if isNamespaces(res) {
-		out.finalize = subresourceStore(main, finalizeStrategy{s})
+	for name, sub := range res.Subresources {
+		if out.subresources == nil {
+			out.subresources = map[string]*genericregistry.Store{}
+		}
+		out.subresources[name] = subresourceStore(main, subresourceStrategy{strategy: s, prepare: sub.PrepareForUpdate})
 	}
 	w, err := newWriteLayer(scheme, tc, out)
 	if err != nil {
@@ -116,8 +122,8 @@ type updateStrategy interface {
 }
 
 // subresourceStore returns a copy of main, sharing its storage and watch
-// cache, that only updates, with strategy s (the /status and /finalize
-// stores).
+// cache, that only updates, with strategy s (the stores of /status and of
+// the declaration's Subresources).
 func subresourceStore(main *genericregistry.Store, s updateStrategy) *genericregistry.Store {
 	sub := *main
 	sub.UpdateStrategy = s

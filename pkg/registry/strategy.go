@@ -34,9 +34,10 @@ func (s strategy) NamespaceScoped() bool { return !s.res.ClusterScoped }
 
 // PrepareForCreate clears what clients may not set on create (status with a
 // status subresource, deletionTimestamp, deletionGracePeriodSeconds), sets
-// generation to 1 and applies defaults. uid and creationTimestamp are set by
-// the generic store (rest.FillObjectMetaSystemFields).
-func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+// generation to 1, applies defaults and then the resource's
+// PrepareForCreate hook. uid and creationTimestamp are set by the generic
+// store (rest.FillObjectMetaSystemFields).
+func (s strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
@@ -50,23 +51,23 @@ func (s strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	if s.res.Default != nil {
 		s.res.Default(obj)
 	}
-	if isNamespaces(s.res) {
-		prepareNamespaceForCreate(obj)
+	if s.res.PrepareForCreate != nil {
+		s.res.PrepareForCreate(ctx, obj)
 	}
 }
 
 // PrepareForUpdate keeps the stored status when there is a status
-// subresource, applies defaults and increments generation when anything but
-// metadata changed, as a CustomResourceDefinition's strategy does: with the
-// status subresource, status changes are discarded first and so never bump
-// generation; without it, status is an ordinary part of the object and a
-// change to it does.
-func (s strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+// subresource, runs the resource's PrepareForUpdate hook, applies defaults
+// and increments generation when anything but metadata changed, as a
+// CustomResourceDefinition's strategy does: with the status subresource,
+// status changes are discarded first and so never bump generation; without
+// it, status is an ordinary part of the object and a change to it does.
+func (s strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	if s.res.StatusSubresource {
 		copyStatus(obj, old)
 	}
-	if isNamespaces(s.res) {
-		prepareNamespaceForUpdate(obj, old)
+	if s.res.PrepareForUpdate != nil {
+		s.res.PrepareForUpdate(ctx, obj, old)
 	}
 	if s.res.Default != nil {
 		s.res.Default(obj)
@@ -200,6 +201,29 @@ func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 	}
 }
 
+// subresourceStrategy is the strategy of one of the declaration's
+// Subresources (resource.Subresource): an update keeps the stored status
+// and generation, then runs the subresource's PrepareForUpdate hook; the
+// main resource's validation and reset fields apply.
+type subresourceStrategy struct {
+	strategy
+	prepare func(ctx context.Context, obj, old runtime.Object) // resource.Subresource.PrepareForUpdate
+}
+
+// PrepareForUpdate keeps the stored status and generation and runs the
+// subresource's hook.
+func (s subresourceStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	copyStatus(obj, old)
+	if s.prepare != nil {
+		s.prepare(ctx, obj, old)
+	}
+	newMeta, err1 := meta.Accessor(obj)
+	oldMeta, err2 := meta.Accessor(old)
+	if err1 == nil && err2 == nil {
+		newMeta.SetGeneration(oldMeta.GetGeneration())
+	}
+}
+
 // resetStatus sets obj's Status field to its zero value.
 func resetStatus(obj runtime.Object) {
 	if f, ok := resource.StatusField(obj); ok {
@@ -246,4 +270,5 @@ var (
 	_ rest.RESTDeleteStrategy  = strategy{}
 	_ rest.ResetFieldsStrategy = strategy{}
 	_ rest.RESTUpdateStrategy  = statusStrategy{}
+	_ rest.RESTUpdateStrategy  = subresourceStrategy{}
 )

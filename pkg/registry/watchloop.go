@@ -16,7 +16,7 @@ var ErrWatchClosed = errors.New("watch closed")
 // closes (ErrWatchClosed), an Error event arrives (its Status as an error,
 // 410 Gone for an expired resourceVersion) or fn returns an error (that
 // error). It stops w before returning. The loop of the controllers that run
-// inside a registry or server (namespace deletion, ClusterRole
+// beside the doors as clients of a registry (namespace deletion, ClusterRole
 // aggregation).
 func ForEachEvent(ctx context.Context, w watch.Interface, fn func(watch.Event) error) error {
 	defer w.Stop()

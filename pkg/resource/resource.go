@@ -76,6 +76,35 @@ type Resource struct {
 	// apierrors Status error (403 Forbidden for a refusal). Used by the RBAC
 	// resources for escalation prevention.
 	Admit func(ctx context.Context, obj, old runtime.Object) error
+	// PrepareForCreate, if set, sets what the server owns on a new object
+	// (for example the status every new object starts in) on each create,
+	// after Default; as a strategy's PrepareForCreate in k8s.io/apiserver.
+	PrepareForCreate func(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate, if set, runs on each update of the main resource
+	// (not of its subresources), after the stored status was kept (with
+	// StatusSubresource) and before Default: for example to keep fields
+	// that only a subresource may change, taking them from old, the stored
+	// object.
+	PrepareForUpdate func(ctx context.Context, obj, old runtime.Object)
+	// Subresources are update-only subresources besides status, by name
+	// (for example "finalize"; see Subresource). A name is a DNS-1035 label
+	// other than "status".
+	Subresources map[string]Subresource
+	// ShouldDeleteDuringUpdate, if set, decides whether an update deletes
+	// the object instead of storing it; nil means k8s.io/apiserver's
+	// genericregistry.ShouldDeleteDuringUpdate: an object marked deleted
+	// (deletionTimestamp) whose update leaves no metadata.finalizers. A hook
+	// that adds a condition calls that function itself. key is the etcd
+	// key, obj the updated object, existing the stored one.
+	ShouldDeleteDuringUpdate func(ctx context.Context, key string, obj, existing runtime.Object) bool
+	// OnOpen, if set, is called once by registry.Open for each registry that
+	// serves the resource, once every store serves requests and before Open
+	// returns (ctx is Open's): the resource's setup that needs the registry
+	// (objects that must exist from the start) and what it adds to that
+	// registry (RegistryHooks: an admission of every create, a REST delete
+	// of its own, a controller). An error fails Open. The RegistryHooks of
+	// several resources all apply, in the order of the resources.
+	OnOpen func(ctx context.Context, reg Registry) (RegistryHooks, error)
 	// PrinterColumns are the extra columns of `kubectl get`, after NAME and
 	// before AGE.
 	PrinterColumns []PrinterColumn
@@ -175,8 +204,9 @@ const corePackage = "k8s.io/api/core/v1"
 // k8s.io/api/core/v1), an empty version or kind, a negative TTL, a plural that is not a
 // DNS-1035 label, missing constructors or constructors that return nil or
 // something other than a pointer to a struct, an object that does not carry
-// ObjectMeta, a list that does not carry ListMeta, or StatusSubresource on a
-// type without a Status field.
+// ObjectMeta, a list that does not carry ListMeta, StatusSubresource on a
+// type without a Status field, or a subresource name that is not a
+// DNS-1035 label (or is "status").
 func (r Resource) CheckDeclaration() error {
 	gvk := r.GroupVersionKind
 	switch {
@@ -216,6 +246,11 @@ func (r Resource) CheckDeclaration() error {
 	if r.StatusSubresource {
 		if _, ok := StatusField(obj); !ok {
 			return fmt.Errorf("resource %s: StatusSubresource needs a field named Status in %T", gvk.Kind, obj)
+		}
+	}
+	for name := range r.Subresources {
+		if errs := validation.IsDNS1035Label(name); len(errs) != 0 || name == "status" {
+			return fmt.Errorf("resource %s: subresource %q: must be a DNS-1035 label other than status", gvk.Kind, name)
 		}
 	}
 	return nil

@@ -46,6 +46,9 @@ func TestCheckDeclaration(t *testing.T) {
 		{"bad plural", with(func(r *resource.Resource) { r.Plural = "Customs" }), "Plural"},
 		{"no constructors", with(func(r *resource.Resource) { r.New = nil }), "New and NewList are required"},
 		{"list is not a list", with(func(r *resource.Resource) { r.NewList = func() runtime.Object { return &testv1.Custom{} } }), "no Items field"},
+		{"subresource", with(func(r *resource.Resource) { r.Subresources = map[string]resource.Subresource{"finalize": {}} }), ""},
+		{"subresource named status", with(func(r *resource.Resource) { r.Subresources = map[string]resource.Subresource{"status": {}} }), "subresource \"status\""},
+		{"subresource with a slash", with(func(r *resource.Resource) { r.Subresources = map[string]resource.Subresource{"a/b": {}} }), "DNS-1035"},
 		{"status without Status field", with(func(r *resource.Resource) {
 			r.New = func() runtime.Object { return &testv1.CustomList{} }
 		}), "ObjectMeta"},

@@ -1,4 +1,4 @@
-package registry
+package namespace
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -23,11 +24,13 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/customapi/customapi/pkg/registry"
 )
 
-// NamespaceControllerManager is the field manager of the writes of the
-// namespace controller and of the default namespaces.
-const NamespaceControllerManager = "customapi-namespace-controller"
+// FieldManager is the field manager of the controller's writes (and of
+// pkg/batteries' default namespaces): the manager managedFields name.
+const FieldManager = "customapi-namespace-controller"
 
 // Retry bounds of a namespace whose content is not gone yet (objects held
 // by finalizers): the controller looks again after namespaceRetryMin,
@@ -42,33 +45,36 @@ const (
 // later.
 var errContentRemaining = errors.New("content remains")
 
-// namespaceController deletes the content of deleted namespaces, as
-// kube-controller-manager's namespace controller: for each namespace with
-// a deletionTimestamp and the finalizer "kubernetes", it deletes every
-// namespaced object of every store in it (a delete collection, which
-// marks objects with finalizers and removes the others), records what
-// remains in the namespace's conditions, and once nothing remains removes
-// the finalizer through /finalize, which deletes the namespace. Every
-// registry runs one; several on one etcd (replicas) are safe, their writes
-// are guarded by resourceVersions.
-type namespaceController struct {
-	reg   *Registry
-	ns    *Store
+// Controller deletes the content of the deleted namespaces of one
+// registry (see the package documentation). Several on one etcd (replicas)
+// are safe: their writes are guarded by resourceVersions.
+type Controller struct {
+	reg   *registry.Registry
+	ns    *registry.Store
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
-func newNamespaceController(reg *Registry, ns *Store) *namespaceController {
-	return &namespaceController{
+// New returns the controller of the namespaces of reg, whose store is the
+// resource namespaces (core v1 namespaces, for example
+// batteries.Namespaces.GroupVersionResource()). Error: reg does not serve
+// that resource.
+func New(reg *registry.Registry, namespaces schema.GroupVersionResource) (*Controller, error) {
+	ns, ok := reg.Store(namespaces)
+	if !ok {
+		return nil, fmt.Errorf("namespace controller: the registry does not serve %s", namespaces)
+	}
+	return &Controller{
 		reg: reg,
 		ns:  ns,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](namespaceRetryMin, namespaceRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customapi-namespaces"}),
-	}
+	}, nil
 }
 
-// run works until ctx ends.
-func (c *namespaceController) run(ctx context.Context) {
+// Run works until ctx ends, then returns once its goroutines have. A
+// Controller runs once: its queue is shut down when Run returns.
+func (c *Controller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { c.watch(ctx) })
@@ -81,7 +87,7 @@ func (c *namespaceController) run(ctx context.Context) {
 }
 
 // next syncs one namespace; false once the queue is shut down.
-func (c *namespaceController) next(ctx context.Context) bool {
+func (c *Controller) next(ctx context.Context) bool {
 	name, quit := c.queue.Get()
 	if quit {
 		return false
@@ -103,7 +109,7 @@ func (c *namespaceController) next(ctx context.Context) bool {
 
 // watch queues every namespace with a deletionTimestamp: those listed,
 // then those the watch reports, listing again when the watch ends.
-func (c *namespaceController) watch(ctx context.Context) {
+func (c *Controller) watch(ctx context.Context) {
 	ctx = clusterContext(ctx)
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
 	for ctx.Err() == nil {
@@ -122,8 +128,8 @@ func (c *namespaceController) watch(ctx context.Context) {
 	}
 }
 
-func (c *namespaceController) listAndWatch(ctx context.Context) error {
-	list, err := c.ns.main.List(ctx, &metainternalversion.ListOptions{})
+func (c *Controller) listAndWatch(ctx context.Context) error {
+	list, err := c.ns.REST().List(ctx, &metainternalversion.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -138,11 +144,11 @@ func (c *namespaceController) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.ns.main.Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: lm.GetResourceVersion(), Watch: true})
+	w, err := c.ns.REST().Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: lm.GetResourceVersion(), Watch: true})
 	if err != nil {
 		return err
 	}
-	return ForEachEvent(ctx, w, func(ev watch.Event) error {
+	return registry.ForEachEvent(ctx, w, func(ev watch.Event) error {
 		if ev.Type == watch.Added || ev.Type == watch.Modified {
 			c.enqueue(ev.Object)
 		}
@@ -150,7 +156,7 @@ func (c *namespaceController) listAndWatch(ctx context.Context) error {
 	})
 }
 
-func (c *namespaceController) enqueue(obj runtime.Object) {
+func (c *Controller) enqueue(obj runtime.Object) {
 	// The watch cache sends its events' objects wrapped.
 	if co, ok := obj.(runtime.CacheableObject); ok {
 		obj = co.GetObject()
@@ -162,9 +168,9 @@ func (c *namespaceController) enqueue(obj runtime.Object) {
 
 // sync is one pass over the namespace name (kube's namespace deleter):
 // nothing unless it is deleted and still has the finalizer "kubernetes".
-func (c *namespaceController) sync(ctx context.Context, name string) error {
+func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = clusterContext(ctx)
-	obj, err := c.ns.main.Get(ctx, name, &metav1.GetOptions{})
+	obj, err := c.ns.REST().Get(ctx, name, &metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -199,8 +205,8 @@ func (c *namespaceController) sync(ctx context.Context, name string) error {
 	return c.finalize(ctx, name)
 }
 
-func (c *namespaceController) updateStatus(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
-	out, err := c.ns.Update(ctx, Caller{DefaultManager: NamespaceControllerManager}, ns, metav1.UpdateOptions{}, "status")
+func (c *Controller) updateStatus(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
+	out, err := c.ns.Update(ctx, registry.Caller{DefaultManager: FieldManager}, ns, metav1.UpdateOptions{}, "status")
 	if err != nil {
 		return nil, err
 	}
@@ -209,15 +215,15 @@ func (c *namespaceController) updateStatus(ctx context.Context, ns *corev1.Names
 
 // finalize removes "kubernetes" from spec.finalizers of the stored
 // namespace (reading it again, retrying on conflicts).
-func (c *namespaceController) finalize(ctx context.Context, name string) error {
+func (c *Controller) finalize(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := c.ns.main.Get(ctx, name, &metav1.GetOptions{})
+		obj, err := c.ns.REST().Get(ctx, name, &metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		ns := obj.(*corev1.Namespace).DeepCopy()
 		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-		_, err = c.ns.Update(ctx, Caller{DefaultManager: NamespaceControllerManager}, ns, metav1.UpdateOptions{}, "finalize")
+		_, err = c.ns.Update(ctx, registry.Caller{DefaultManager: FieldManager}, ns, metav1.UpdateOptions{}, "finalize")
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -233,18 +239,22 @@ type remainingContent struct {
 
 // deleteContent deletes the objects of every namespaced store in
 // namespace ns, returning what remains and the errors per resource.
-func (c *namespaceController) deleteContent(ctx context.Context, ns string) (remainingContent, []error) {
+func (c *Controller) deleteContent(ctx context.Context, ns string) (remainingContent, []error) {
 	left := remainingContent{byResource: map[string]int{}, byFinalizer: map[string]int{}}
 	var errs []error
 	nsCtx := genericapirequest.WithNamespace(ctx, ns)
-	for _, st := range c.reg.stores {
+	for _, res := range c.reg.Resources() {
 		// A resource stored as another (StoredAs) has no objects of its own.
-		if st.res.ClusterScoped || !st.res.StoredAs.Empty() {
+		if res.ClusterScoped || !res.StoredAs.Empty() {
 			continue
 		}
-		gr := st.res.GroupResource()
+		st, ok := c.reg.Store(res.GroupVersionResource())
+		if !ok {
+			continue
+		}
+		gr := res.GroupResource()
 		label := gr.Resource + "." + gr.Group
-		rs := st.mainREST()
+		rs := st.REST()
 		if _, err := rs.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 			continue
@@ -348,4 +358,10 @@ func apiequalConditions(a, b []corev1.NamespaceCondition) bool {
 	return slices.EqualFunc(a, b, func(x, y corev1.NamespaceCondition) bool {
 		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
 	})
+}
+
+// clusterContext returns ctx without a request namespace, for reads and
+// writes of namespaces (cluster-scoped).
+func clusterContext(ctx context.Context) context.Context {
+	return genericapirequest.WithNamespace(ctx, "")
 }
