@@ -21,10 +21,10 @@ type Options struct {
 // Resources returns the declarations of every battery, in a stable order:
 // namespaces, configmaps and secrets (v1), leases (coordination.k8s.io/v1),
 // events (v1) and events (events.k8s.io/v1). Pass them, with the user's own
-// resources, to registry.Open or server.New. Namespaces turn on the
-// namespace lifecycle (registry.NamespaceKind): namespaced objects can then
-// only be created in namespaces that exist; leave Namespaces out to keep
-// any namespace name valid.
+// resources, to registry.Open or server.New. Namespaces bring the
+// namespace lifecycle (see Namespaces): namespaced objects can then only be
+// created in namespaces that exist; leave Namespaces out to keep any
+// namespace name valid.
 func Resources(opts Options) []resource.Resource {
 	ttl := opts.EventTTL
 	if ttl <= 0 {

@@ -12,7 +12,11 @@
 // cluster. Validation follows kube-apiserver's rules for each type, written
 // here (k8s.io/kubernetes is not imported).
 //
-// Namespaces turn on the registry's namespace lifecycle (registry.NamespaceKind).
+// Namespaces bring kube's namespace lifecycle to every registry that serves
+// them, through the declaration's hooks (resource.Resource.OnOpen and the
+// strategy hooks): creates only in existing, non-terminating namespaces,
+// DefaultNamespaces, the two-phase delete, and the namespace controller of
+// pkg/controllers/namespace, which the registry runs until Close.
 //
 // `customapi serve` serves Resources(Options{}) next to --resources unless
 // --batteries=false; the library (registry.Open, server.New) serves only

@@ -162,7 +162,7 @@ func TestNamespaceUpdatesKeepFinalizersAndStatus(t *testing.T) {
 	}
 }
 
-// TestMissingNamespace is case N2: a create (or an apply that creates) in a
+// TestMissingNamespace: a create (or an apply that creates) in a
 // namespace that does not exist is 404 `namespaces "nope" not found`
 // through both doors, and nothing is stored.
 func TestMissingNamespace(t *testing.T) {
@@ -194,7 +194,7 @@ func TestMissingNamespace(t *testing.T) {
 	}
 }
 
-// TestNamespaceDeletion is case N1: deleting a namespace deletes its
+// TestNamespaceDeletion: deleting a namespace deletes its
 // content; an object held by a finalizer keeps the namespace Terminating
 // with conditions that name the resource and the finalizer; creates in it
 // are 403 NamespaceTerminating through both doors; once the finalizer is
