@@ -109,9 +109,10 @@ type Registry struct {
 // resources, a resource without OpenAPIDefinitions, an invalid
 // declaration, Config or media type for a type, etcd that cannot start or
 // be reached within DefaultReadyTimeout (the error names the endpoints), an
-// OnOpen hook's error, or ctx ending first (the error wraps ctx.Err()). On error everything already started is
-// released before Open returns (a store whose construction is still
-// connecting is released once that is over).
+// OnOpen hook's error, or ctx ending first (the error wraps ctx.Err()). On
+// error everything already started is released before Open returns (a
+// store whose construction is still connecting is released once that is
+// over).
 func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg *Registry, err error) {
 	if len(resources) == 0 {
 		return nil, errors.New("registry: no resources")

@@ -2,7 +2,13 @@
 // serves: a Resource names the GroupVersionKind, the plural resource name,
 // the scope (namespaced or cluster-scoped), constructors for the object and
 // its list, and optional hooks for defaulting, validation and printer
-// columns.
+// columns. Generic hooks let a kind that needs more than the registry's
+// common rules say so in its declaration, never in the registry's code:
+// strategy hooks (PrepareForCreate, PrepareForUpdate,
+// ShouldDeleteDuringUpdate), update-only Subresources, and OnOpen, which
+// returns the RegistryHooks the kind adds to each registry that serves it
+// (an admission of every create, a delete of its own over Storage, a
+// controller). customapi's namespaces (pkg/batteries) are built that way.
 //
 // NewScheme turns a set of declarations into the runtime.Scheme that
 // k8s.io/apiserver needs: the external version, the group's internal version
