@@ -34,7 +34,7 @@ type RegistryOptions struct {
 	DisableWatchCache bool
 	// MediaType is the storage encoding; "" means JSON.
 	MediaType string
-	// Transformers encrypt values at rest (registry.Config.Transformers);
+	// Transformers encrypt values at rest (registry.Config.Storage.Transformers);
 	// nil: none.
 	Transformers value.ResourceTransformers
 	// Audit is where in-process requests' audit events go
