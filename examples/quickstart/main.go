@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,28 +24,20 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // namespace is where the quickstart creates its object. Namespaces are not
 // objects of their own here: any valid name works.
 const namespace = "default"
 
-// options are the command-line flags; the etcd ones mean what
-// kube-apiserver's flags of the same names mean.
-type options struct {
-	etcdServers  string
-	etcdCAFile   string
-	etcdCertFile string
-	etcdKeyFile  string
-}
-
 func main() {
-	var opts options
-	flag.StringVar(&opts.etcdServers, "etcd-servers", "", "comma-separated etcd client URLs; empty starts an embedded etcd in a temporary directory")
-	flag.StringVar(&opts.etcdCAFile, "etcd-cafile", "", "CA file to verify the etcd servers' certificates")
-	flag.StringVar(&opts.etcdCertFile, "etcd-certfile", "", "client certificate file for etcd")
-	flag.StringVar(&opts.etcdKeyFile, "etcd-keyfile", "", "client key file for etcd")
-	flag.Parse()
+	// The etcd flags of `customapi serve` (and kube-apiserver): --etcd-servers,
+	// --etcd-cafile, --etcd-certfile, --etcd-keyfile.
+	var opts storage.EtcdOptions
+	opts.AddFlags(pflag.CommandLine)
+	pflag.Lookup("etcd-servers").Usage = "Comma-separated client URLs of an external etcd cluster (http:// or https://). Empty: start an embedded etcd in a temporary directory."
+	pflag.Parse()
 
 	// Ctrl-C or SIGTERM cancels ctx; run then returns after its deferred
 	// cleanup (deleting the object, stopping etcd, removing the data dir).
@@ -69,7 +61,7 @@ type customs = client.Client[*testv1.Custom, *testv1.CustomList]
 // run is the whole program: open the registry, then one step per section.
 // Every resource it acquires is released by a defer, so it returns only
 // after cleaning up, whatever happened.
-func run(ctx context.Context, opts options) error {
+func run(ctx context.Context, opts storage.EtcdOptions) error {
 	// --- the registry: external etcd if --etcd-servers is given, embedded otherwise ---
 	cfg, removeDir, err := registryConfig(opts)
 	if err != nil {
@@ -299,18 +291,13 @@ func watchAndDelete(ctx context.Context, c *customs, created *testv1.Custom) err
 // directory (log level "error" keeps etcd's start-up and shutdown warnings
 // out of the walkthrough), which the function removes after the registry
 // is closed.
-func registryConfig(opts options) (registry.Config, func(), error) {
-	if opts.etcdServers != "" {
-		fmt.Printf("using external etcd %s\n", opts.etcdServers)
-		return registry.Config{Etcd: etcd.ClientConfig{
-			Endpoints: strings.Split(opts.etcdServers, ","),
-			CAFile:    opts.etcdCAFile,
-			CertFile:  opts.etcdCertFile,
-			KeyFile:   opts.etcdKeyFile,
-		}}, func() {}, nil
+func registryConfig(opts storage.EtcdOptions) (registry.Config, func(), error) {
+	if err := errors.Join(opts.Validate()...); err != nil {
+		return registry.Config{}, nil, err
 	}
-	if opts.etcdCAFile != "" || opts.etcdCertFile != "" || opts.etcdKeyFile != "" {
-		return registry.Config{}, nil, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+	if opts.External() {
+		fmt.Printf("using external etcd %s\n", strings.Join(opts.Servers, ","))
+		return registry.Config{Storage: storage.Config{Etcd: opts.ClientConfig()}}, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "customapi-quickstart-")
 	if err != nil {

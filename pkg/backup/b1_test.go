@@ -203,7 +203,7 @@ func serve(t *testing.T, l net.Listener, dataDir string) *customapitest.Server {
 		}
 		// The case is about the embedded etcd, whatever CUSTOMAPI_TEST_ETCD_SERVERS says.
 		o.SetEtcd(etcd.ClientConfig{})
-		o.EtcdPrefix = server.NewOptions().EtcdPrefix
+		o.Storage.Prefix = server.NewOptions().Storage.Prefix
 	}, install.Customs)
 }
 

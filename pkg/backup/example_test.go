@@ -24,7 +24,7 @@ func Example() {
 	ctx := context.Background()
 	srv, err := customapitest.NewServer(customapitest.Options{Configure: func(o *server.Options) {
 		o.SetEtcd(etcd.ClientConfig{}) // the embedded etcd, whatever the test environment says
-		o.EtcdPrefix = server.NewOptions().EtcdPrefix
+		o.Storage.Prefix = server.NewOptions().Storage.Prefix
 	}}, install.Customs)
 	if err != nil {
 		log.Fatal(err)

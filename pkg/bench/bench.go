@@ -25,6 +25,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // Config says what to measure. DefaultConfig gives the sizes of
@@ -390,7 +391,7 @@ func newInprocess(ctx context.Context, etcdConfig etcd.ClientConfig, mediaType s
 
 // newInprocessAt builds the in-process target on etcd under prefix.
 func newInprocessAt(ctx context.Context, etcdConfig etcd.ClientConfig, prefix, mediaType string) (*inprocessTarget, error) {
-	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig, Prefix: prefix, MediaType: mediaType}, benchinstall.Samples)
+	reg, err := registry.Open(ctx, registry.Config{Storage: storage.Config{Etcd: etcdConfig, Prefix: prefix, MediaType: mediaType}}, benchinstall.Samples)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@
 // apierrors.IsNotFound, IsAlreadyExists, IsConflict, IsInvalid, IsGone, ...),
 // so retry.RetryOnConflict and other client-go helpers work unchanged.
 //
-//	reg, err := registry.Open(ctx, registry.Config{Etcd: etcdConfig}, install.Customs)
+//	reg, err := registry.Open(ctx, registry.Config{Storage: storage.Config{Etcd: etcdConfig}}, install.Customs)
 //	defer reg.Close()
 //	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg, install.Customs)
 //	c, err := customs.Namespace("default").Create(ctx, &testv1.Custom{...}, metav1.CreateOptions{})

@@ -1,21 +1,22 @@
 package command
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/pkg/backup"
-	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // newBackupCommand is `backup`: an online etcd snapshot and the data dir's
 // files in one archive (pkg/backup).
 func newBackupCommand(cfg Config) *cobra.Command {
 	o := backup.BackupOptions{DataDir: cfg.dataDir()}
-	var etcdServers []string
-	var caFile, certFile, keyFile string
+	// serve's --etcd-servers and TLS files, with their meaning.
+	var etcdOpts storage.EtcdOptions
 	cmd := &cobra.Command{
 		Use:   "backup [--data-dir DIR] -o FILE",
 		Short: "Save an online etcd snapshot and the data dir's keys into one archive",
@@ -39,11 +40,10 @@ holds private keys and tokens: it is written with mode 0600. Restore it with
 elsewhere, a KMS) are not in it: back them up with it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(etcdServers) != 0 {
-				o.Etcd = etcd.ClientConfig{Endpoints: etcdServers, CAFile: caFile, CertFile: certFile, KeyFile: keyFile}
-			} else if caFile != "" || certFile != "" || keyFile != "" {
-				return fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+			if err := errors.Join(etcdOpts.Validate()...); err != nil {
+				return err
 			}
+			o.Etcd = etcdOpts.ClientConfig()
 			o.Progress = backup.NewProgress(cmd.ErrOrStderr())
 			start := time.Now()
 			m, err := backup.Backup(cmd.Context(), o)
@@ -58,10 +58,7 @@ elsewhere, a KMS) are not in it: back them up with it.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "The server's data directory: its files go into the archive, and its embedded etcd is snapshotted (unless --etcd-servers).")
 	fs.StringVarP(&o.Output, "output", "o", "", "The archive to write (mode 0600; replaced atomically if it exists); .gz or .tgz compresses it. Required.")
-	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "Client URLs of the external etcd cluster the server stores in (comma-separated); the snapshot is taken from the first that answers.")
-	fs.StringVar(&caFile, "etcd-cafile", "", "CA file that verifies the external etcd servers' certificates.")
-	fs.StringVar(&certFile, "etcd-certfile", "", "Client certificate presented to the external etcd servers.")
-	fs.StringVar(&keyFile, "etcd-keyfile", "", "Key of --etcd-certfile.")
+	etcdOpts.AddFlags(fs)
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }

@@ -5,11 +5,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/customapi/customapi/pkg/batteries"
-	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
 // newStorageCommand is `storage`, the parent of the commands that work on
@@ -23,11 +22,6 @@ func newStorageCommand(cfg Config) *cobra.Command {
 	cmd.AddCommand(newStorageRewriteCommand(cfg))
 	return cmd
 }
-
-// storageFlags are the serve flags that say where and how objects are
-// stored; `storage` commands take them with serve's meaning and defaults.
-var storageFlags = []string{"data-dir", "etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "storage-media-type",
-	"encryption-provider-config", "secrets-encryption"}
 
 func newStorageRewriteCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
@@ -87,7 +81,7 @@ while servers are up, once all of them use the new --storage-media-type
 				return err
 			}
 			start := time.Now()
-			report, rewriteErr := reg.RewriteStorage(ctx, registry.RewriteOptions{Workers: workers})
+			report, rewriteErr := reg.RewriteStorage(ctx, rewrite.Options{Workers: workers})
 			elapsed := time.Since(start)
 			for _, r := range report.Resources {
 				fmt.Fprintln(cmd.OutOrStdout(), r)
@@ -104,13 +98,11 @@ while servers are up, once all of them use the new --storage-media-type
 			return rewriteErr
 		},
 	}
-	all := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	opts.AddFlags(all)
-	for _, name := range storageFlags {
-		cmd.Flags().AddFlag(all.Lookup(name))
-	}
+	// serve's flags of where and how objects are stored, with serve's
+	// meaning and defaults.
+	opts.AddStorageFlags(cmd.Flags())
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to rewrite, by plural, as serve's --resources: "+cfg.resourcesHelp()+".")
 	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also rewrite the built-in resources serve --batteries serves (namespaces, configmaps, secrets, events, leases).")
-	cmd.Flags().IntVar(&workers, "workers", registry.DefaultRewriteWorkers, "How many objects are rewritten concurrently.")
+	cmd.Flags().IntVar(&workers, "workers", rewrite.DefaultWorkers, "How many objects are rewritten concurrently.")
 	return cmd
 }

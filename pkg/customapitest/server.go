@@ -93,7 +93,7 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 			return nil, err
 		}
 		o.SetEtcd(cfg)
-		o.EtcdPrefix = prefix
+		o.Storage.Prefix = prefix
 		s.cleanup = append(s.cleanup, func() error { return deletePrefix(cfg, prefix) })
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -34,7 +34,7 @@ type RegistryOptions struct {
 	DisableWatchCache bool
 	// MediaType is the storage encoding; "" means JSON.
 	MediaType string
-	// Transformers encrypt values at rest (registry.Config.Transformers);
+	// Transformers encrypt values at rest (registry.Config.Storage.Transformers);
 	// nil: none.
 	Transformers value.ResourceTransformers
 	// Audit is where in-process requests' audit events go
@@ -72,16 +72,16 @@ func (r *Registry) Close() error {
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers, Audit: opts.Audit}
+	rc := registry.Config{Storage: storage.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers}, Audit: opts.Audit}
 	var cleanup []func() error
 	if len(opts.Etcd.Endpoints) == 0 {
 		prefix, err := newPrefix()
 		if err != nil {
 			return nil, err
 		}
-		rc.Prefix = prefix
+		rc.Storage.Prefix = prefix
 		if cfg, ok := externalEtcd(); ok {
-			rc.Etcd = cfg
+			rc.Storage.Etcd = cfg
 			cleanup = append(cleanup, func() error { return deletePrefix(cfg, prefix) })
 		} else {
 			dir, rm, err := tempDir()
@@ -103,10 +103,7 @@ func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registr
 	if err != nil {
 		return nil, errors.Join(err, runCleanup())
 	}
-	if rc.Prefix == "" {
-		rc.Prefix = storage.DefaultPrefix
-	}
-	return &Registry{Registry: reg, Etcd: reg.EtcdConfig(), Prefix: rc.Prefix, cleanup: runCleanup}, nil
+	return &Registry{Registry: reg, Etcd: reg.EtcdConfig(), Prefix: rc.Storage.WithDefaults().Prefix, cleanup: runCleanup}, nil
 }
 
 // OpenRegistry is NewRegistry for one test: it fails the test on error and

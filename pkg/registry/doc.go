@@ -34,16 +34,18 @@
 // resource (the main store and, with a status subresource, the status
 // store), readiness and the etcd health check, and optionally an embedded
 // etcd; Close releases the etcd connections, watch caches and the embedded
-// etcd. Only this package turns a storage.Config into stores.
+// etcd. Only this package turns a storage.Config (Config.Storage) into
+// stores.
 //
-// Config.Transformers encrypts values at rest per resource, from a
+// Config.Storage.Transformers encrypts values at rest per resource, from a
 // kube-apiserver EncryptionConfiguration (k8s.io/apiserver's
 // encryptionconfig); both doors read and write through it.
 //
 // Registry.RewriteStorage re-encodes the stored objects that are not in the
 // registry's storage media type (after a switch of --storage-media-type) or
 // not under the primary encryption key (after a key rotation), as
-// Kubernetes' storage version migrator does; `customapi storage rewrite`
+// Kubernetes' storage version migrator does, with package
+// pkg/storage/rewrite on the registry's stores; `customapi storage rewrite`
 // runs it.
 //
 // Config.Audit is the audit policy and sink of in-process requests: the

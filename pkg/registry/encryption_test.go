@@ -23,7 +23,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
 // Keys for the tests (base64 of 32 bytes).
@@ -117,7 +117,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	const prefix = "/k1"
 	const ns = "k1"
 	ttl := time.Hour
-	open := func(content string) (*customapitest.Registry, *client.Client[*corev1.Secret, *corev1.SecretList], customs, *client.Client[*eventsv1.Event, *eventsv1.EventList]) {
+	open := func(content string) (*customapitest.Registry, *client.Client[*corev1.Secret, *corev1.SecretList], *client.Client[*testv1.Custom, *testv1.CustomList], *client.Client[*eventsv1.Event, *eventsv1.EventList]) {
 		reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, DisableWatchCache: true, Transformers: loadTransformers(t, content)},
 			batteries.Secrets, install.Customs, batteries.CoreEvents(ttl), batteries.Events(ttl))
 		secrets, err := client.For[*corev1.Secret, *corev1.SecretList](reg.Registry, batteries.Secrets)
@@ -135,7 +135,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		return reg, secrets, cs, events
 	}
 	const n = 5
-	readAll := func(secrets *client.Client[*corev1.Secret, *corev1.SecretList], cs customs, events *client.Client[*eventsv1.Event, *eventsv1.EventList]) {
+	readAll := func(secrets *client.Client[*corev1.Secret, *corev1.SecretList], cs *client.Client[*testv1.Custom, *testv1.CustomList], events *client.Client[*eventsv1.Event, *eventsv1.EventList]) {
 		t.Helper()
 		for i := range n {
 			s, err := secrets.Namespace(ns).Get(t.Context(), fmt.Sprintf("s-%d", i), metav1.GetOptions{})
@@ -186,7 +186,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	// B added as primary: A still decrypts; the rewrite moves every value.
 	reg, secrets, cs, events = open(encryptionConfig(aescbc("B", keyB), aescbc("A", keyA), identityProvider))
 	readAll(secrets, cs, events)
-	report, err := reg.RewriteStorage(t.Context(), registry.RewriteOptions{})
+	report, err := reg.RewriteStorage(t.Context(), rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	requirePrefix(t, raw, "/secrets/", "k8s:enc:aescbc:v1:B:", n)
 	requirePrefix(t, raw, "/test/customs/", "k8s:enc:aescbc:v1:B:", n)
 	requirePrefix(t, raw, "/events/", "k8s:enc:aescbc:v1:B:", 1)
-	if report, err = reg.RewriteStorage(t.Context(), registry.RewriteOptions{}); err != nil || report.Rewritten() != 0 {
+	if report, err = reg.RewriteStorage(t.Context(), rewrite.Options{}); err != nil || report.Rewritten() != 0 {
 		t.Fatalf("second rewrite: %v, %d rewritten", err, report.Rewritten())
 	}
 	_ = reg.Close()
@@ -218,7 +218,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	// decrypts them.
 	reg, secrets, cs, events = open(encryptionConfig(identityProvider, aescbc("B", keyB)))
 	readAll(secrets, cs, events)
-	if report, err = reg.RewriteStorage(t.Context(), registry.RewriteOptions{}); err != nil || report.Rewritten() != 2*n+1 {
+	if report, err = reg.RewriteStorage(t.Context(), rewrite.Options{}); err != nil || report.Rewritten() != 2*n+1 {
 		t.Fatalf("decrypting rewrite: %v, %v", err, report)
 	}
 	raw = rawValues(t, cfg, prefix)
@@ -253,7 +253,7 @@ func TestRewriteReportsUndecryptableValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := rawValues(t, cfg, prefix)[prefix+"/secrets/ns/under-a"]
-	report, err := reg.RewriteStorage(t.Context(), registry.RewriteOptions{})
+	report, err := reg.RewriteStorage(t.Context(), rewrite.Options{})
 	if err == nil || !strings.Contains(err.Error(), prefix+"/secrets/ns/under-a") {
 		t.Fatalf("rewrite: %v; want an error naming the key under A", err)
 	}
@@ -295,5 +295,14 @@ func BenchmarkEncryptedCreate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// newCustom is the object name in namespace ns, with a label and a spec
+// that say where it came from.
+func newCustom(ns, name, origin string, replicas int32) *testv1.Custom {
+	return &testv1.Custom{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"origin": origin}},
+		Spec:       testv1.CustomSpec{Message: "written as " + origin, Replicas: replicas},
 	}
 }

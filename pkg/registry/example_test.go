@@ -15,7 +15,7 @@ import (
 // it starts in a temporary data directory; Close stops the stores and the
 // etcd. For an external cluster, set Config.Etcd instead of EmbeddedEtcd:
 //
-//	registry.Config{Etcd: etcd.ClientConfig{Endpoints: []string{"https://10.0.0.1:2379"}, CAFile: ..., CertFile: ..., KeyFile: ...}}
+//	registry.Config{Storage: storage.Config{Etcd: etcd.ClientConfig{Endpoints: []string{"https://10.0.0.1:2379"}, CAFile: ..., CertFile: ..., KeyFile: ...}}}
 //
 // Pass the registry to client.For for typed in-process clients.
 func ExampleOpen() {

@@ -18,6 +18,7 @@ import (
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // TestOpenRejectsBadConfig: Open returns an error, before connecting, for
@@ -43,14 +44,14 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		resources []resource.Resource
 		want      string
 	}{
-		{"no resources", registry.Config{Etcd: good}, nil, "no resources"},
-		{"no OpenAPI definitions", registry.Config{Etcd: good}, []resource.Resource{noDefs}, "no OpenAPIDefinitions"},
-		{"type without an OpenAPI model name", registry.Config{Etcd: good}, []resource.Resource{unnamedRes}, "+k8s:openapi-model-package"},
-		{"definitions without the type's model", registry.Config{Etcd: good}, []resource.Resource{otherDefs}, `no model "com.github.customapi.customapi.pkg.apis.test.v1.Custom"`},
-		{"both etcds", registry.Config{Etcd: good, EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: t.TempDir()}}, []resource.Resource{install.Customs}, "not both"},
+		{"no resources", registry.Config{Storage: storage.Config{Etcd: good}}, nil, "no resources"},
+		{"no OpenAPI definitions", registry.Config{Storage: storage.Config{Etcd: good}}, []resource.Resource{noDefs}, "no OpenAPIDefinitions"},
+		{"type without an OpenAPI model name", registry.Config{Storage: storage.Config{Etcd: good}}, []resource.Resource{unnamedRes}, "+k8s:openapi-model-package"},
+		{"definitions without the type's model", registry.Config{Storage: storage.Config{Etcd: good}}, []resource.Resource{otherDefs}, `no model "com.github.customapi.customapi.pkg.apis.test.v1.Custom"`},
+		{"both etcds", registry.Config{Storage: storage.Config{Etcd: good}, EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: t.TempDir()}}, []resource.Resource{install.Customs}, "not both"},
 		{"no etcd", registry.Config{}, []resource.Resource{install.Customs}, "endpoint"},
-		{"bad prefix", registry.Config{Etcd: good, Prefix: "/"}, []resource.Resource{install.Customs}, "prefix"},
-		{"bad media type", registry.Config{Etcd: good, MediaType: "text/plain"}, []resource.Resource{install.Customs}, "not supported"},
+		{"bad prefix", registry.Config{Storage: storage.Config{Etcd: good, Prefix: "/"}}, []resource.Resource{install.Customs}, "prefix"},
+		{"bad media type", registry.Config{Storage: storage.Config{Etcd: good, MediaType: "text/plain"}}, []resource.Resource{install.Customs}, "not supported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 func TestOpenEmbeddedKeyAndClose(t *testing.T) {
 	reg, err := registry.Open(t.Context(), registry.Config{
 		EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true, LogLevel: "error"},
-		Prefix:       "/p",
+		Storage:      storage.Config{Prefix: "/p"},
 	}, install.Customs)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
 	kjson "sigs.k8s.io/json"
+
+	"github.com/customapi/customapi/pkg/numbers"
 )
 
 // maxJSONPatchOperations is the most operations a JSON patch may hold, as
@@ -61,7 +63,7 @@ type mechanism func(ctx context.Context, cur runtime.Object) (runtime.Object, er
 // (422) or BadRequest (400), Warn adds a warning to ctx's recorder
 // (k8s.io/apiserver/pkg/warning), Ignore drops it. Strategic merge and
 // apply bodies are first checked for numbers the Go type cannot hold
-// exactly (CheckNumbers; Invalid, 422), as the HTTP server's filter does.
+// exactly (numbers.Check; Invalid, 422), as the HTTP server's filter does.
 // Except for apply, managedFields get an Update entry for opts.FieldManager
 // or c.DefaultManager, and an object etcd refuses as too large is retried
 // without managedFields. Other errors: NotFound (404, also for an unknown
@@ -330,9 +332,9 @@ func (s *Store) applyPatch(patchObj *unstructured.Unstructured, opts metav1.Patc
 
 // checkNumbers refuses, with Invalid (422), a merge patch, strategic merge
 // patch or apply body holding a number the Go type cannot hold exactly
-// (CheckNumbers), as the HTTP server's number filter does.
+// (numbers.Check), as the HTTP server's number filter does.
 func (s *Store) checkNumbers(name string, content map[string]any) error {
-	if errs := CheckNumbers(nil, content, reflect.TypeOf(s.res.New())); len(errs) != 0 {
+	if errs := numbers.Check(nil, content, reflect.TypeOf(s.res.New())); len(errs) != 0 {
 		return apierrors.NewInvalid(s.res.GroupVersionKind.GroupKind(), name, errs)
 	}
 	return nil

@@ -11,11 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/registry/generic"
-	"k8s.io/apiserver/pkg/storage/value"
-	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
@@ -27,52 +24,45 @@ import (
 const DefaultReadyTimeout = time.Minute
 
 // Config says where and how a registry stores its objects. Exactly one of
-// Etcd (with endpoints) and EmbeddedEtcd is set; every other zero value
-// means the default.
+// Storage.Etcd (with endpoints) and EmbeddedEtcd is set; every other zero
+// value means the default.
 type Config struct {
-	// Etcd is an external etcd cluster (endpoints and TLS files).
-	Etcd etcd.ClientConfig
+	// Storage says where and how objects are stored: the etcd cluster
+	// (left empty with EmbeddedEtcd), key prefix, storage media type, watch
+	// cache, compaction, etcd timeouts, encryption at rest and object
+	// counts; see storage.Config. storage.Options sets it from
+	// kube-apiserver's flags. Encryption: both doors and RewriteStorage use
+	// Storage.Transformers; build them from an EncryptionConfiguration file
+	// with k8s.io/apiserver/pkg/server/options/encryptionconfig; the caller
+	// owns their lifetime (KMS connections) and ends it after Close.
+	Storage storage.Config
 	// EmbeddedEtcd, when set, makes Open start an embedded etcd with this
-	// configuration; the registry owns it and Close stops it.
+	// configuration and store in it; the registry owns it and Close stops
+	// it.
 	EmbeddedEtcd *etcd.EmbeddedConfig
-	// Prefix is prepended to every key; "" means storage.DefaultPrefix
-	// ("/registry"). See storage.CheckPrefix.
-	Prefix string
-	// MediaType is the storage encoding, one of storage.MediaTypes; ""
-	// means application/json.
-	MediaType string
-	// DisableWatchCache serves every read from etcd instead of the watch
-	// cache (kube-apiserver's --watch-cache=false).
-	DisableWatchCache bool
-	// CompactionInterval is how often old revisions are compacted; 0 means
-	// storage.DefaultCompactionInterval, negative disables compaction.
-	CompactionInterval time.Duration
 	// AddToScheme are more types for the registry's scheme that no store
 	// keeps, such as the review APIs a server serves; each is called once
 	// on the scheme before any store is built (Scheme must not change once
 	// Open has returned: stores and the namespace controller read it).
 	AddToScheme []func(*runtime.Scheme) error
-	// WriteTimeout and ReadTimeout bound each etcd write and read; 0 means
-	// storage.DefaultWriteTimeout / DefaultReadTimeout (8 s), negative no
-	// bound. See storage.Config.
-	WriteTimeout, ReadTimeout time.Duration
-	// Transformers encrypt values at rest, per resource (see
-	// storage.Config.Transformers): both doors and RewriteStorage use them.
-	// Build them from an EncryptionConfiguration file with
-	// k8s.io/apiserver/pkg/server/options/encryptionconfig; the caller owns
-	// their lifetime (KMS connections) and ends it after Close. nil: no
-	// encryption.
-	Transformers value.ResourceTransformers
 	// Audit is the audit policy and sink of in-process requests (see
 	// Audit and Store.StartAudit); a server passes the ones of its
 	// --audit-* flags, so both doors log the same events. Zero: in-process
 	// requests are not audited.
 	Audit Audit
-	// ObjectCounts and CountPollPeriod: see storage.Config (each store
-	// tells ObjectCounts its object count every CountPollPeriod; nil: no
-	// polling). A server passes the tracker its in-flight limits read.
-	ObjectCounts    flowcontrolrequest.StorageObjectCountTracker
-	CountPollPeriod time.Duration
+}
+
+// Validate returns an error naming the first invalid field: Storage (see
+// storage.Config.Validate; without its Etcd when EmbeddedEtcd is set), or
+// both etcds set. Open calls it before anything starts.
+func (c Config) Validate() error {
+	if c.EmbeddedEtcd == nil {
+		return c.Storage.Validate()
+	}
+	if len(c.Storage.Etcd.Endpoints) != 0 {
+		return errors.New("registry: set Storage.Etcd or EmbeddedEtcd, not both")
+	}
+	return c.Storage.ValidateWithoutEtcd()
 }
 
 // Registry is the set of stores of declared resources on one etcd, with
@@ -81,11 +71,9 @@ type Config struct {
 // with Close. It is safe for concurrent use.
 type Registry struct {
 	scheme    *runtime.Scheme
-	codecs    serializer.CodecFactory
 	resources []resource.Resource
 	stores    map[schema.GroupVersionResource]*Store
-	prefix    string
-	mediaType string // the storage encoding: one of storage.MediaTypes
+	storage   storage.Config // Config.Storage with defaults, on etcdCfg
 	etcdCfg   etcd.ClientConfig
 	embedded  *etcd.Embedded
 	etcdCheck func() error
@@ -122,8 +110,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 			return nil, fmt.Errorf("registry: resource %s has no OpenAPIDefinitions (generate them with openapi-gen; server-side apply and kubectl explain need them)", r.GroupResource())
 		}
 	}
-	if cfg.EmbeddedEtcd != nil && len(cfg.Etcd.Endpoints) != 0 {
-		return nil, errors.New("registry: set Etcd or EmbeddedEtcd, not both")
+	// Validate before anything connects or starts.
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("registry: open abandoned: %w", err)
@@ -139,57 +128,24 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	}
 	r := &Registry{
 		scheme:    scheme,
-		codecs:    serializer.NewCodecFactory(scheme, serializer.EnableStrict),
 		resources: append([]resource.Resource(nil), resources...),
 		stores:    map[schema.GroupVersionResource]*Store{},
-		prefix:    cfg.Prefix,
-		mediaType: cfg.MediaType,
-		etcdCfg:   cfg.Etcd,
+		storage:   cfg.Storage.WithDefaults(),
 		stop:      make(chan struct{}),
-	}
-	if r.prefix == "" {
-		r.prefix = storage.DefaultPrefix
-	}
-	if r.mediaType == "" {
-		r.mediaType = storage.DefaultMediaType
 	}
 	defer func() {
 		if err != nil {
 			_ = r.Close()
 		}
 	}()
-	sc := storage.Config{
-		Scheme:             scheme,
-		Etcd:               cfg.Etcd,
-		Prefix:             cfg.Prefix,
-		MediaType:          cfg.MediaType,
-		DisableWatchCache:  cfg.DisableWatchCache,
-		CompactionInterval: cfg.CompactionInterval,
-		WriteTimeout:       cfg.WriteTimeout,
-		ReadTimeout:        cfg.ReadTimeout,
-		Transformers:       cfg.Transformers,
-		ObjectCounts:       cfg.ObjectCounts,
-		CountPollPeriod:    cfg.CountPollPeriod,
-	}
-	if cfg.EmbeddedEtcd == nil {
-		// Validate before anything connects.
-		if err := sc.Validate(); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := storage.CheckPrefix(cfg.Prefix); err != nil {
-			return nil, fmt.Errorf("registry: %w", err)
-		}
-		if err := storage.CheckMediaType(cfg.MediaType); err != nil {
-			return nil, fmt.Errorf("registry: %w", err)
-		}
+	if cfg.EmbeddedEtcd != nil {
 		if r.embedded, err = etcd.StartEmbedded(ctx, *cfg.EmbeddedEtcd); err != nil {
 			return nil, err
 		}
-		r.etcdCfg = r.embedded.ClientConfig()
-		sc.Etcd = r.etcdCfg
+		r.storage.Etcd = r.embedded.ClientConfig()
 	}
-	getter, err := sc.RESTOptionsGetter()
+	r.etcdCfg = r.storage.Etcd
+	getter, err := r.storage.RESTOptionsGetter(scheme)
 	if err != nil {
 		return nil, err
 	}
@@ -371,15 +327,6 @@ func (r *Registry) Resources() []resource.Resource {
 // encoders and HTTP clients. Do not add types to it.
 func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
 
-// Codecs returns the codec factory of the scheme, with strict decoding
-// available (serializer.EnableStrict), as the HTTP server negotiates.
-func (r *Registry) Codecs() serializer.CodecFactory { return r.codecs }
-
-// MediaType returns the encoding new values are stored in (Config.MediaType,
-// application/json when that was ""). Values stored in another encoding are
-// read all the same; RewriteStorage converts them.
-func (r *Registry) MediaType() string { return r.mediaType }
-
 // EtcdConfig returns the etcd the registry stores in (the embedded one's
 // client configuration when Open started it), for raw reads.
 func (r *Registry) EtcdConfig() etcd.ClientConfig { return r.etcdCfg }
@@ -414,5 +361,5 @@ func (r *Registry) Key(res resource.Resource, namespace, name string) string {
 	if !res.StoredAs.Empty() {
 		gr = res.StoredAs.GroupResource()
 	}
-	return storage.Key(r.prefix, gr, namespace, name)
+	return storage.Key(r.storage.Prefix, gr, namespace, name)
 }

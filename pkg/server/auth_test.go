@@ -195,7 +195,7 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 	}
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
 		ec := e.ClientConfig()
-		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
+		o.SetEtcd(ec)
 	}, install.Customs)
 	if got := get(t, s, "/readyz", s.Config.BearerToken); got != http.StatusOK {
 		t.Fatalf("readyz %d with etcd up", got)

@@ -37,7 +37,7 @@ func BenchmarkHTTPCreate(b *testing.B) {
 	b.Cleanup(e.Close)
 	s := customapitest.StartWithOptions(b, func(o *server.Options) {
 		ec := e.ClientConfig()
-		o.EtcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = ec.Endpoints, ec.CAFile, ec.CertFile, ec.KeyFile
+		o.SetEtcd(ec)
 	}, install.Customs)
 	customs, err := client.For[*testv1.Custom, *testv1.CustomList](s.Registry(), install.Customs)
 	if err != nil {

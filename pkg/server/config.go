@@ -88,8 +88,12 @@ type completedConfig struct {
 	Config
 }
 
-// Complete fills in what the config leaves to defaults; nothing today, but
-// New only takes a completed config, as k8s.io/apiserver's configs do.
+// Complete returns the config New takes. It fills nothing in today
+// (Options.Config has applied every default and validated the options),
+// but it is the Config -> Complete -> New step of k8s.io/apiserver's
+// configs (a CompletedConfig can only be made here), kept so that a default
+// derived from the prepared data dir has one place to go without changing
+// the callers (`customapi serve`, customapitest, the docs' examples).
 func (c *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{Config: *c}}
 }

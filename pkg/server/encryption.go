@@ -75,8 +75,22 @@ func NewEncryptionOptions() EncryptionOptions {
 // AddFlags binds the options to --encryption-provider-config,
 // --encryption-provider-config-automatic-reload and --secrets-encryption.
 func (e *EncryptionOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile, "EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's): which resources are encrypted in etcd, with which providers (identity, aescbc, aesgcm, secretbox, kms v2) and keys. Replaces the generated <data-dir>/"+EncryptionConfigFile+".")
+	e.addStorageFlags(fs)
+	e.addReloadFlag(fs)
+}
+
+// addReloadFlag binds --encryption-provider-config-automatic-reload, which
+// only a server reads.
+func (e *EncryptionOptions) addReloadFlag(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.AutomaticReload, "encryption-provider-config-automatic-reload", e.AutomaticReload, "Re-read the encryption configuration file once a minute and use a new valid content without a restart (an invalid one is logged and ignored). KMS health is then one /readyz check, kms-providers.")
+}
+
+// addStorageFlags binds the flags that say how stored values are
+// encrypted, --encryption-provider-config and --secrets-encryption: what a
+// command working on the stored objects takes too (Options.AddStorageFlags;
+// the reload is a serving matter).
+func (e *EncryptionOptions) addStorageFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile, "EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's): which resources are encrypted in etcd, with which providers (identity, aescbc, aesgcm, secretbox, kms v2) and keys. Replaces the generated <data-dir>/"+EncryptionConfigFile+".")
 	fs.BoolVar(&e.SecretsEncryption, "secrets-encryption", e.SecretsEncryption, "Without --encryption-provider-config and with the embedded etcd: encrypt Secrets in etcd with a key generated into <data-dir>/"+EncryptionConfigFile+" (secretbox, mode 0600; back it up with the data dir).")
 }
 

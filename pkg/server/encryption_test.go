@@ -28,6 +28,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
 // Keys for the tests: base64 of 32 bytes.
@@ -339,7 +340,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 			underA++
 		}
 	}
-	report, err := reg.RewriteStorage(t.Context(), registry.RewriteOptions{})
+	report, err := reg.RewriteStorage(t.Context(), rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/yaml"
 
+	"github.com/customapi/customapi/pkg/numbers"
 	"github.com/customapi/customapi/pkg/registry"
 )
 
@@ -234,7 +235,7 @@ func (b *requestBody) statusError(err error) error {
 }
 
 // withNumberCheck answers 422 Invalid to a write whose body holds a number
-// the resource's Go type cannot hold exactly (registry.CheckNumbers), naming
+// the resource's Go type cannot hold exactly (numbers.Check), naming
 // the field (spec.replicas):
 //   - server-side apply (application/apply-patch+yaml and
 //     application/apply-patch+cbor) and strategic merge patch bodies are
@@ -247,7 +248,7 @@ func (b *requestBody) statusError(err error) error {
 //     "patch" or the enclosing struct ("Go struct field v1.Custom.spec of
 //     type int32"), where this names the field;
 //   - protobuf POST and PUT bodies are decoded by generated code that keeps
-//     a varint's low bits (registry.CheckProtobufNumbers).
+//     a varint's low bits (numbers.CheckProtobuf).
 //
 // JSON and YAML POST and PUT bodies and JSON patches are left to their typed
 // decode (sigs.k8s.io/json), which names the field already. Bodies longer
@@ -310,7 +311,7 @@ func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
 			if !ok {
 				return nil
 			}
-			return registry.CheckNumbers(nil, content, goType)
+			return numbers.Check(nil, content, goType)
 		}
 	}
 	switch {
@@ -330,7 +331,7 @@ func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
 var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // checkProtobufBody checks the object in a Kubernetes protobuf envelope
-// (registry.CheckProtobufNumbers).
+// (numbers.CheckProtobuf).
 func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
 	if !bytes.HasPrefix(data, protobufPrefix) {
 		return nil
@@ -339,7 +340,7 @@ func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
 	if err := unk.Unmarshal(data[len(protobufPrefix):]); err != nil {
 		return nil
 	}
-	return registry.CheckProtobufNumbers(nil, unk.Raw, goType)
+	return numbers.CheckProtobuf(nil, unk.Raw, goType)
 }
 
 // decodeCBOR decodes a CBOR object as k8s.io/apimachinery does (integers

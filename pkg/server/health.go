@@ -25,7 +25,7 @@ import (
 // The check is /readyz/etcd in both modes.
 func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
 	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
-	if len(s.config.Options.EtcdServers) == 0 {
+	if !s.config.Options.Storage.Etcd.External() {
 		gc.AddHealthChecks(check)
 		return
 	}

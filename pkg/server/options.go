@@ -15,6 +15,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
@@ -52,21 +53,19 @@ type Options struct {
 	// a flag.
 	Listener net.Listener
 
-	// EtcdServers are external etcd client URLs (--etcd-servers); empty
-	// runs an embedded etcd in <DataDir>/etcd.
-	EtcdServers []string
-	// EtcdCAFile, EtcdCertFile, EtcdKeyFile secure the connection to
-	// external etcd (--etcd-cafile, --etcd-certfile, --etcd-keyfile).
-	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
-	// EtcdPrefix prefixes every key (--etcd-prefix, default /registry).
-	EtcdPrefix string
+	// Storage is where and how objects are stored: the external etcd
+	// (--etcd-servers, --etcd-cafile, --etcd-certfile, --etcd-keyfile;
+	// none runs an embedded etcd in <DataDir>/etcd), --etcd-prefix
+	// (default /registry) and --storage-media-type (default JSON); see
+	// storage.Options. Default storage.NewOptions.
+	Storage storage.Options
 	// EtcdUnsafeNoFsync disables fsync in the embedded etcd. Tests only:
 	// a crash loses acknowledged writes. Not a flag.
 	EtcdUnsafeNoFsync bool
 	// WatchCache serves reads and watches from memory (--watch-cache).
+	// It is serve's flag only: commands that serve nothing (storage
+	// rewrite) read etcd directly.
 	WatchCache bool
-	// StorageMediaType is the encoding in etcd (--storage-media-type).
-	StorageMediaType string
 
 	// TokenAuthFile adds bearer tokens in kube's CSV format
 	// (--token-auth-file) to the generated admin token.
@@ -139,9 +138,8 @@ func NewOptions() *Options {
 		DataDir:           "customapi-data",
 		BindAddress:       net.ParseIP("127.0.0.1"),
 		SecurePort:        6443,
-		EtcdPrefix:        storage.DefaultPrefix,
+		Storage:           storage.NewOptions(),
 		WatchCache:        true,
-		StorageMediaType:  storage.DefaultMediaType,
 		AuthorizationMode: AuthorizationAlwaysAllow,
 
 		RequestBodyTimeout: DefaultRequestBodyTimeout,
@@ -155,29 +153,36 @@ func NewOptions() *Options {
 	}
 }
 
-// AddFlags binds the options to flags.
+// AddFlags binds the options to flags: AddStorageFlags' and serve's own.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd, the generated CA, serving certificate, tokens and admin.kubeconfig. Created with mode 0700.")
+	o.AddStorageFlags(fs)
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "The IP address to serve HTTPS on; 0.0.0.0 or :: for all interfaces.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on; 0 picks a free port.")
-	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "Comma-separated client URLs of an external etcd cluster (http:// or https://). Empty: run an embedded etcd in <data-dir>/etcd.")
-	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA file that verifies the external etcd servers' certificates.")
-	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate presented to the external etcd servers.")
-	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Key of --etcd-certfile.")
-	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "Prefix of every key in etcd: objects are at <prefix>/<group>/<resource>/[<namespace>/]<name>.")
 	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve lists, gets and watches from an in-memory cache fed by an etcd watch.")
-	fs.StringVar(&o.StorageMediaType, "storage-media-type", o.StorageMediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, application/cbor (smaller, faster to decode), or application/vnd.kubernetes.protobuf (only for types with generated protobuf marshallers).")
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Comma-separated authorization modes, asked in order: RBAC (roles and bindings of rbac.authorization.k8s.io, served with the bootstrap policy), Webhook (ask the SubjectAccessReview webhook of --authorization-webhook-config-file), AlwaysAllow (every authenticated user may do everything), AlwaysDeny. Members of system:masters (super-admin.kubeconfig) may always do everything; the admin of admin.kubeconfig only what the modes allow.")
 	fs.StringVar(&o.AuthorizationWebhookConfigFile, "authorization-webhook-config-file", o.AuthorizationWebhookConfigFile, "kubeconfig file of the authorization webhook (with --authorization-mode=Webhook).")
-	o.Encryption.AddFlags(fs)
+	o.Encryption.addReloadFlag(fs)
 	o.Limits.AddFlags(fs)
 	o.TLS.AddFlags(fs)
 	o.Debug.AddFlags(fs)
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 	o.addAuditFlags(fs)
 	o.Authentication.AddFlags(fs)
+}
+
+// AddStorageFlags binds the options that say where objects are and how
+// they are stored and encrypted, with serve's names, defaults and help:
+// --data-dir, Storage's (storage.Options.AddFlags: --etcd-servers and its
+// TLS files, --etcd-prefix, --storage-media-type), --encryption-provider-config
+// and --secrets-encryption. A command that works on the stored objects
+// (`customapi storage rewrite`, with OpenRegistry) takes these; AddFlags
+// adds them with the rest.
+func (o *Options) AddStorageFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the embedded etcd, the generated CA, serving certificate, tokens and admin.kubeconfig. Created with mode 0700.")
+	o.Storage.AddFlags(fs)
+	o.Encryption.addStorageFlags(fs)
 }
 
 // Validate returns every problem with the options, joined.
@@ -192,23 +197,7 @@ func (o *Options) Validate() error {
 	if o.Listener == nil && o.BindAddress == nil {
 		errs = append(errs, errors.New("--bind-address must be an IP address"))
 	}
-	if len(o.EtcdServers) != 0 {
-		if err := o.etcdClientConfig().Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("--etcd-servers: %w", err))
-		}
-	} else if o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != "" {
-		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"))
-	}
-	if o.EtcdPrefix == "" {
-		errs = append(errs, errors.New("--etcd-prefix must not be empty"))
-	} else if err := storage.CheckPrefix(o.EtcdPrefix); err != nil {
-		errs = append(errs, fmt.Errorf("--etcd-prefix: %w", err))
-	}
-	if o.StorageMediaType == "" {
-		errs = append(errs, errors.New("--storage-media-type must not be empty"))
-	} else if err := storage.CheckMediaType(o.StorageMediaType); err != nil {
-		errs = append(errs, fmt.Errorf("--storage-media-type: %w", err))
-	}
+	errs = append(errs, o.Storage.Validate()...)
 	if modes, err := o.authorizationModes(); err != nil {
 		errs = append(errs, err)
 	} else if slices.Contains(modes, AuthorizationWebhook) && o.AuthorizationWebhookConfigFile == "" {
@@ -225,7 +214,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %w", flag, err))
 		}
 	}
-	errs = append(errs, o.Encryption.Validate(len(o.EtcdServers) != 0)...)
+	errs = append(errs, o.Encryption.Validate(o.Storage.Etcd.External())...)
 	errs = append(errs, o.Limits.Validate()...)
 	errs = append(errs, o.TLS.Validate()...)
 	errs = append(errs, o.validateAudit()...)
@@ -236,10 +225,7 @@ func (o *Options) Validate() error {
 // SetEtcd makes the server use the etcd of c (external, or another
 // process's embedded etcd): its endpoints for --etcd-servers and its TLS
 // files for --etcd-cafile, --etcd-certfile and --etcd-keyfile.
-func (o *Options) SetEtcd(c etcd.ClientConfig) {
-	o.EtcdServers = append([]string(nil), c.Endpoints...)
-	o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = c.CAFile, c.CertFile, c.KeyFile
-}
+func (o *Options) SetEtcd(c etcd.ClientConfig) { o.Storage.Etcd.SetClientConfig(c) }
 
 // authorizationModes parses AuthorizationMode: a non-empty comma-separated
 // list of AuthorizationModes, each at most once.
@@ -264,8 +250,19 @@ func (o *Options) hasAuthorizationMode(mode string) bool {
 	return slices.Contains(modes, mode)
 }
 
-func (o *Options) etcdClientConfig() etcd.ClientConfig {
-	return etcd.ClientConfig{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile, CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile}
+// registryConfig is the one mapping of the options to the registry's
+// configuration, for New and OpenRegistry: Storage's etcd, prefix and
+// media type, the watch cache, and without --etcd-servers the embedded
+// etcd in <dataDir>/etcd. The callers add encryption, audit and object
+// counts.
+func (o *Options) registryConfig(dataDir string) registry.Config {
+	var rc registry.Config
+	o.Storage.ApplyTo(&rc.Storage)
+	rc.Storage.DisableWatchCache = !o.WatchCache
+	if !o.Storage.Etcd.External() {
+		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(dataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+	}
+	return rc
 }
 
 // Config validates the options, takes ownership of the data directory and
@@ -344,7 +341,7 @@ func (o *Options) Config() (cfg *Config, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin token: %w", err)
 	}
-	if err := opts.Encryption.ensureGenerated(dir, len(opts.EtcdServers) == 0); err != nil {
+	if err := opts.Encryption.ensureGenerated(dir, !opts.Storage.Etcd.External()); err != nil {
 		return nil, err
 	}
 	host, port := clientHost(addr.IP), addr.Port

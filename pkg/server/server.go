@@ -35,7 +35,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
@@ -128,21 +127,16 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if s.auditPolicy, s.auditBackend, err = newAudit(o); err != nil {
 		return nil, err
 	}
-	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache,
-		AddToScheme: []func(*runtime.Scheme) error{review.AddToScheme}}
+	rc := o.registryConfig(o.DataDir)
+	rc.AddToScheme = []func(*runtime.Scheme) error{review.AddToScheme}
 	rc.Audit = s.registryAudit()
 	s.objectCounts = flowcontrolrequest.NewStorageObjectCountTracker()
-	rc.ObjectCounts, rc.CountPollPeriod = s.objectCounts, o.Limits.CountPollPeriod
-	if len(o.EtcdServers) == 0 {
-		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
-	} else {
-		rc.Etcd = o.etcdClientConfig()
-	}
+	rc.Storage.ObjectCounts, rc.Storage.CountPollPeriod = s.objectCounts, o.Limits.CountPollPeriod
 	// Before etcd starts: a bad encryption config changes nothing.
-	if s.encryption, err = o.Encryption.loadEncryption(ctx, o.DataDir, len(o.EtcdServers) == 0); err != nil {
+	if s.encryption, err = o.Encryption.loadEncryption(ctx, o.DataDir, !o.Storage.Etcd.External()); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	rc.Transformers = s.encryption.transformers
+	rc.Storage.Transformers = s.encryption.transformers
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

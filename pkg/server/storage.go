@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -35,26 +34,25 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}
-	rc := registry.Config{Prefix: o.EtcdPrefix, MediaType: o.StorageMediaType, DisableWatchCache: !o.WatchCache}
 	_, resources = newRBAC(*o, resources)
 	dir, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return nil, nil, err
 	}
+	rc := o.registryConfig(dir)
 	enc := &encryption{}
-	if len(o.EtcdServers) != 0 {
-		rc.Etcd = o.etcdClientConfig()
+	if o.Storage.Etcd.External() {
 		if enc, err = o.Encryption.loadEncryption(ctx, dir, false); err != nil {
 			return nil, nil, err
 		}
-		rc.Transformers = enc.transformers
+		rc.Storage.Transformers = enc.transformers
 		if reg, err = registry.Open(ctx, rc, resources...); err != nil {
 			enc.close()
 			return nil, nil, err
 		}
 		return reg, func() error { err := reg.Close(); enc.close(); return err }, nil
 	}
-	etcdData := filepath.Join(dir, etcdDir)
+	etcdData := rc.EmbeddedEtcd.DataDir
 	if _, err := os.Stat(etcdData); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("data dir %s holds no embedded etcd (%s does not exist): nothing is stored there; check --data-dir or --etcd-servers", dir, etcdData)
@@ -75,8 +73,7 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 	if enc, err = e.loadEncryption(ctx, dir, true); err != nil {
 		return nil, nil, errors.Join(err, lock.release())
 	}
-	rc.Transformers = enc.transformers
-	rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: etcdData, UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+	rc.Storage.Transformers = enc.transformers
 	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
 		enc.close()
 		return nil, nil, errors.Join(err, lock.release())

@@ -32,13 +32,13 @@ const DefaultMediaType = runtime.ContentTypeJSON
 // old revisions, as kube-apiserver's --etcd-compaction-interval.
 const DefaultCompactionInterval = storagebackend.DefaultCompactInterval
 
-// Config says where and how objects are stored. Scheme and Etcd are
-// required; every other zero value means the default.
+// Config says where and how objects are stored. Etcd is required; every
+// other zero value means the default. The registry takes it as it is
+// (registry.Config.Storage); Options sets it from kube-apiserver's flags.
 type Config struct {
-	// Scheme knows every stored type (see resource.NewScheme).
-	Scheme *runtime.Scheme
 	// Etcd is the cluster to store in: an embedded server's ClientConfig or
-	// an external cluster.
+	// an external cluster. registry.Open fills it in when it starts an
+	// embedded etcd.
 	Etcd etcd.ClientConfig
 	// Prefix is prepended to every key; "" means DefaultPrefix. It must
 	// start with "/".
@@ -99,14 +99,20 @@ type Config struct {
 // cache (an etcd count without it).
 const DefaultCountPollPeriod = 10 * time.Second
 
-// Validate returns an error naming the first invalid field.
+// Validate returns an error naming the first invalid field: Etcd (see
+// etcd.ClientConfig.Validate), then what ValidateWithoutEtcd checks.
 func (c Config) Validate() error {
-	if c.Scheme == nil {
-		return errors.New("storage: Scheme is required")
-	}
 	if err := c.Etcd.Validate(); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
+	return c.ValidateWithoutEtcd()
+}
+
+// ValidateWithoutEtcd checks every field but Etcd, for a caller that fills
+// Etcd in later (registry.Open with an embedded etcd): Prefix (CheckPrefix)
+// and MediaType (CheckMediaType). Whether the scheme's types can be
+// encoded in MediaType is checked per resource, when its store is built.
+func (c Config) ValidateWithoutEtcd() error {
 	if err := CheckPrefix(c.Prefix); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -116,29 +122,41 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// WithDefaults returns c with an empty Prefix and MediaType replaced by
+// DefaultPrefix and DefaultMediaType, the values keys and values are
+// written with. (The durations keep their 0-means-default convention:
+// RESTOptionsGetter applies it.)
+func (c Config) WithDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.MediaType == "" {
+		c.MediaType = DefaultMediaType
+	}
+	return c
+}
+
 // RESTOptionsGetter validates the configuration and returns the options
-// getter the generic registry builds its storage from. It returns an error
-// for an invalid configuration or a media type the scheme cannot encode.
+// getter the generic registry builds its storage from, for the types of
+// scheme (see resource.NewScheme). It returns an error for an invalid
+// configuration, a nil scheme or a media type the scheme cannot encode.
 // Connections to etcd are made when each resource's store is built.
-func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
+func (c Config) RESTOptionsGetter(scheme *runtime.Scheme) (generic.RESTOptionsGetter, error) {
+	if scheme == nil {
+		return nil, errors.New("storage: a scheme is required")
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	prefix := c.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
+	c = c.WithDefaults()
+	// The storage codec factory: CBOR (RFC 8949) is offered besides JSON,
+	// YAML and protobuf: it works by reflection on any Go type, and decodes
+	// faster than JSON.
+	codecs := serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
+	if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), c.MediaType); !ok {
+		return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", c.MediaType)
 	}
-	mediaType := c.MediaType
-	if mediaType == "" {
-		mediaType = DefaultMediaType
-	}
-	// CBOR (RFC 8949) is offered besides JSON, YAML and protobuf: it works
-	// by reflection on any Go type, and decodes faster than JSON.
-	codecs := serializer.NewCodecFactory(c.Scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
-	if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType); !ok {
-		return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", mediaType)
-	}
-	backend := backend(c.Etcd, prefix)
+	backend := backend(c.Etcd, c.Prefix)
 	switch {
 	case c.CompactionInterval < 0:
 		backend.CompactionInterval = 0
@@ -146,9 +164,9 @@ func (c Config) RESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 		backend.CompactionInterval = c.CompactionInterval
 	}
 	return &restOptionsGetter{
-		scheme:       c.Scheme,
+		scheme:       scheme,
 		codecs:       codecs,
-		mediaType:    mediaType,
+		mediaType:    c.MediaType,
 		backend:      *backend,
 		watchCache:   !c.DisableWatchCache,
 		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),

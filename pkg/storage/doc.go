@@ -5,7 +5,17 @@
 //
 // Config.RESTOptionsGetter returns the generic.RESTOptionsGetter that
 // k8s.io/apiserver's generic registry consumes; both the in-process client
-// and the HTTP server use it, so both see the same storage.
+// and the HTTP server use it, so both see the same storage. Config is the
+// one description of the storage: registry.Config takes it as it is, its
+// defaults (DefaultPrefix, DefaultMediaType) and checks (CheckPrefix,
+// CheckMediaType, Config.Validate) are here only, and Options and
+// EtcdOptions are kube-apiserver's flags for it (--etcd-servers and its TLS
+// files, --etcd-prefix, --storage-media-type: AddFlags, Validate, ApplyTo),
+// which `customapi serve`, `storage rewrite`, `backup` and the quickstart
+// share.
+//
+// Package rewrite (pkg/storage/rewrite) re-encodes stored values into the
+// configured media type and encryption key.
 //
 // Values in any of the four encodings (MediaTypes) are read whatever
 // Config.MediaType says; MediaTypeOfValue tells a stored value's encoding

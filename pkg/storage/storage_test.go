@@ -26,20 +26,25 @@ func TestConfigValidate(t *testing.T) {
 	}
 	good := etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}}
 	for _, tc := range []struct {
-		name    string
-		cfg     storage.Config
-		wantErr string
+		name     string
+		cfg      storage.Config
+		noScheme bool
+		wantErr  string
 	}{
-		{"valid", storage.Config{Scheme: scheme, Etcd: good}, ""},
-		{"no scheme", storage.Config{Etcd: good}, "Scheme is required"},
-		{"no endpoints", storage.Config{Scheme: scheme}, "at least one endpoint"},
-		{"bad endpoint", storage.Config{Scheme: scheme, Etcd: etcd.ClientConfig{Endpoints: []string{"127.0.0.1:2379"}}}, "not an http"},
-		{"cert without key", storage.Config{Scheme: scheme, Etcd: etcd.ClientConfig{Endpoints: good.Endpoints, CertFile: "c.pem"}}, "together"},
-		{"relative prefix", storage.Config{Scheme: scheme, Etcd: good, Prefix: "registry"}, "must start with /"},
-		{"unknown media type", storage.Config{Scheme: scheme, Etcd: good, MediaType: "text/plain"}, "not supported"},
+		{"valid", storage.Config{Etcd: good}, false, ""},
+		{"no scheme", storage.Config{Etcd: good}, true, "a scheme is required"},
+		{"no endpoints", storage.Config{}, false, "at least one endpoint"},
+		{"bad endpoint", storage.Config{Etcd: etcd.ClientConfig{Endpoints: []string{"127.0.0.1:2379"}}}, false, "not an http"},
+		{"cert without key", storage.Config{Etcd: etcd.ClientConfig{Endpoints: good.Endpoints, CertFile: "c.pem"}}, false, "together"},
+		{"relative prefix", storage.Config{Etcd: good, Prefix: "registry"}, false, "must start with /"},
+		{"unknown media type", storage.Config{Etcd: good, MediaType: "text/plain"}, false, "not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.cfg.RESTOptionsGetter()
+			sch := scheme
+			if tc.noScheme {
+				sch = nil
+			}
+			_, err := tc.cfg.RESTOptionsGetter(sch)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("unexpected error %v", err)
@@ -139,7 +144,7 @@ func TestProtobufWithoutMarshallersFailsEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	getter, err := storage.Config{Scheme: scheme, Etcd: etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}}, MediaType: runtime.ContentTypeProtobuf}.RESTOptionsGetter()
+	getter, err := storage.Config{Etcd: etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:1"}}, MediaType: runtime.ContentTypeProtobuf}.RESTOptionsGetter(scheme)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,8 +171,8 @@ func TestQuorumLoss(t *testing.T) {
 	ctx := t.Context()
 	c := startCluster(t)
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.EtcdServers = c.endpoints()
-		o.EtcdPrefix = "/registry"
+		o.Storage.Etcd.Servers = c.endpoints()
+		o.Storage.Prefix = "/registry"
 	}, install.Customs)
 
 	var (

@@ -29,9 +29,9 @@ func TestCompactedAndImpossibleResourceVersions(t *testing.T) {
 	cfg := customapitest.EmbeddedEtcd(t)
 	const prefix = "/registry"
 	onEtcd := func(o *server.Options) {
-		o.EtcdServers = cfg.Endpoints
-		o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile = cfg.CAFile, cfg.CertFile, cfg.KeyFile
-		o.EtcdPrefix = prefix
+		o.Storage.Etcd.Servers = cfg.Endpoints
+		o.Storage.Etcd.CAFile, o.Storage.Etcd.CertFile, o.Storage.Etcd.KeyFile = cfg.CAFile, cfg.CertFile, cfg.KeyFile
+		o.Storage.Prefix = prefix
 	}
 	ns := namespace(t)
 	writer := doorsOf(t, customapitest.StartWithOptions(t, onEtcd, install.Customs), true)[0].customs(ns)

@@ -1,4 +1,4 @@
-package registry_test
+package rewrite_test
 
 import (
 	"fmt"
@@ -20,8 +20,8 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/storage"
+	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
 // storageEncodings are the four storage media types, by short name.
@@ -114,7 +114,7 @@ func rvLess(t *testing.T, a, b string) bool {
 }
 
 // findResource returns the report's entry for customs.
-func findResource(t *testing.T, report registry.RewriteReport) registry.ResourceRewrite {
+func findResource(t *testing.T, report rewrite.Report) rewrite.ResourceReport {
 	t.Helper()
 	for _, r := range report.Resources {
 		if r.Resource == install.Customs.GroupResource() {
@@ -122,7 +122,7 @@ func findResource(t *testing.T, report registry.RewriteReport) registry.Resource
 		}
 	}
 	t.Fatalf("no customs in report %+v", report)
-	return registry.ResourceRewrite{}
+	return rewrite.ResourceReport{}
 }
 
 // TestStorageEncodingSwitch: for every ordered pair (from, to) of the four
@@ -184,7 +184,7 @@ func TestStorageEncodingSwitch(t *testing.T) {
 					t.Fatalf("after update and create as %s: stored as %v", to.name, byKey)
 				}
 
-				report, err := reg.RewriteStorage(ctx, registry.RewriteOptions{})
+				report, err := reg.RewriteStorage(ctx, rewrite.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -398,7 +398,7 @@ func testEncodingSwitch(t *testing.T, third struct{ name, mediaType string }) {
 	}
 
 	start := time.Now()
-	report, err := reg.RewriteStorage(ctx, registry.RewriteOptions{})
+	report, err := reg.RewriteStorage(ctx, rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func testEncodingSwitch(t *testing.T, third struct{ name, mediaType string }) {
 	checkAll(t, c, ns, created, firstRun)
 	checkAll(t, direct, ns, created, firstRun)
 
-	again, err := reg.RewriteStorage(ctx, registry.RewriteOptions{})
+	again, err := reg.RewriteStorage(ctx, rewrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestRewriteConcurrentWrites(t *testing.T) {
 			}
 		}()
 	}
-	report, err := reg.RewriteStorage(ctx, registry.RewriteOptions{Workers: 4})
+	report, err := reg.RewriteStorage(ctx, rewrite.Options{Workers: 4})
 	wg.Wait()
 	close(writeErrs)
 	for err := range writeErrs {
@@ -564,7 +564,7 @@ func BenchmarkRewriteStorage(b *testing.B) {
 		reg, _ := open(mt)
 		b.StartTimer()
 		start := time.Now()
-		report, err := reg.RewriteStorage(b.Context(), registry.RewriteOptions{})
+		report, err := reg.RewriteStorage(b.Context(), rewrite.Options{})
 		elapsed += time.Since(start)
 		b.StopTimer()
 		if err != nil || report.Rewritten() != n {
@@ -597,7 +597,7 @@ func TestRewriteLeavesUndecodableValues(t *testing.T) {
 	_ = reg.Close()
 
 	reg, _ = openAs(t, cfg, prefix, runtime.ContentTypeCBOR, true)
-	report, err := reg.RewriteStorage(ctx, registry.RewriteOptions{})
+	report, err := reg.RewriteStorage(ctx, rewrite.Options{})
 	if err == nil || !strings.Contains(err.Error(), garbage) || !strings.Contains(err.Error(), "1 value(s) could not be rewritten") {
 		t.Fatalf("error %v, want one naming %s", err, garbage)
 	}

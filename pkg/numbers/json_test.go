@@ -1,4 +1,4 @@
-package registry_test
+package numbers_test
 
 import (
 	"encoding/json"
@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/numbers"
 )
 
-// A user's type with integers in every position CheckNumbers follows.
+// A user's type with integers in every position Check follows.
 type inner struct {
 	Count  int8    `json:"count"`
 	Ratio  float32 `json:"ratio,omitempty"`
@@ -41,7 +41,7 @@ type numbersObject struct {
 	NoTag    int8
 }
 
-func TestCheckNumbers(t *testing.T) {
+func TestCheck(t *testing.T) {
 	typ := reflect.TypeFor[*numbersObject]()
 	for _, tc := range []struct {
 		doc   string
@@ -81,7 +81,7 @@ func TestCheckNumbers(t *testing.T) {
 			if err := d.Decode(&content); err != nil {
 				t.Fatal(err)
 			}
-			errs := registry.CheckNumbers(nil, content, typ)
+			errs := numbers.Check(nil, content, typ)
 			switch {
 			case tc.field == "" && len(errs) != 0:
 				t.Fatalf("errors %v, want none", errs)
@@ -91,7 +91,7 @@ func TestCheckNumbers(t *testing.T) {
 		})
 	}
 	// Values decoded without UseNumber (float64) and Go integers.
-	if errs := registry.CheckNumbers(nil, map[string]any{"replicas": float64(1e10), "big": int64(5)}, typ); len(errs) != 1 || errs[0].Field != "replicas" {
+	if errs := numbers.Check(nil, map[string]any{"replicas": float64(1e10), "big": int64(5)}, typ); len(errs) != 1 || errs[0].Field != "replicas" {
 		t.Fatalf("float64: %v", errs)
 	}
 }

@@ -1,4 +1,4 @@
-package registry
+package numbers
 
 import (
 	"encoding"
@@ -10,11 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// CheckNumbers reports every number in content that the Go type goType
+// Check reports every number in content that the Go type goType
 // cannot hold exactly, so that a body decoded without a type (server-side
 // apply, strategic merge patch) is refused where a typed decode (POST, PUT,
 // merge and JSON patch, through sigs.k8s.io/json) refuses it, instead of
@@ -40,16 +39,10 @@ import (
 // refused as well. null is always accepted (it clears the field). Each
 // error is field.Invalid at the field's path (spec.replicas, items[2].count,
 // labels[key]) under path, which may be nil.
-func CheckNumbers(path *field.Path, content any, goType reflect.Type) field.ErrorList {
+func Check(path *field.Path, content any, goType reflect.Type) field.ErrorList {
 	var errs field.ErrorList
 	checkValue(path, content, goType, &errs)
 	return errs
-}
-
-// CheckObjectNumbers is CheckNumbers for an object of obj's Go type, with
-// paths from the object's root (spec.replicas).
-func CheckObjectNumbers(content map[string]any, obj runtime.Object) field.ErrorList {
-	return CheckNumbers(nil, content, reflect.TypeOf(obj))
 }
 
 var (

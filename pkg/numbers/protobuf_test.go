@@ -1,4 +1,4 @@
-package registry_test
+package numbers_test
 
 import (
 	"reflect"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
-	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/numbers"
 )
 
 // customMessage builds the protobuf message of a Custom by hand, so that
@@ -46,7 +46,7 @@ func customMessage(t *testing.T, replicas uint64, ports ...uint64) []byte {
 // negative is the varint of a negative int64, as protobuf encodes an int32.
 func negative(v int64) uint64 { return uint64(v) }
 
-func TestCheckProtobufNumbers(t *testing.T) {
+func TestCheckProtobuf(t *testing.T) {
 	custom := reflect.TypeFor[*testv1.Custom]()
 	for _, tc := range []struct {
 		name string
@@ -62,7 +62,7 @@ func TestCheckProtobufNumbers(t *testing.T) {
 		{"truncated message", customMessage(t, 10000000000)[:5], nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := registry.CheckProtobufNumbers(nil, tc.msg, custom)
+			errs := numbers.CheckProtobuf(nil, tc.msg, custom)
 			var got []string
 			for _, e := range errs {
 				got = append(got, e.Field)
@@ -79,7 +79,7 @@ func TestCheckProtobufNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := registry.CheckProtobufNumbers(nil, b, custom); len(errs) != 0 {
+	if errs := numbers.CheckProtobuf(nil, b, custom); len(errs) != 0 {
 		t.Fatalf("a generated encoding refused: %v", errs)
 	}
 	// Why the check exists: the generated Unmarshal keeps the low 32 bits.

@@ -1,4 +1,4 @@
-package registry
+package numbers
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// CheckProtobufNumbers reports every integer in data, the protobuf
+// CheckProtobuf reports every integer in data, the protobuf
 // encoding of an object of Go type goType (a pointer is followed), that
 // the Go field cannot hold: go-to-protobuf's generated Unmarshal decodes a
 // varint into an int32 field by keeping its low 32 bits, so spec.replicas
@@ -26,7 +26,7 @@ import (
 // numbers and fixed-width numbers are not checked. Each error is
 // field.Invalid under path, which may be nil. Malformed wire data stops the
 // walk without an error: the typed decode refuses it.
-func CheckProtobufNumbers(path *field.Path, data []byte, goType reflect.Type) field.ErrorList {
+func CheckProtobuf(path *field.Path, data []byte, goType reflect.Type) field.ErrorList {
 	var errs field.ErrorList
 	checkMessage(path, data, goType, &errs, 0)
 	return errs

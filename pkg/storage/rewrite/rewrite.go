@@ -1,4 +1,4 @@
-package registry
+package rewrite
 
 import (
 	"context"
@@ -17,46 +17,82 @@ import (
 	apistorage "k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/value"
 
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
-// DefaultRewriteWorkers is how many objects RewriteStorage rewrites at once
-// when RewriteOptions.Workers is 0.
-const DefaultRewriteWorkers = 8
+// DefaultWorkers is how many objects Run rewrites at once when
+// Options.Workers is 0.
+const DefaultWorkers = 8
 
-// DefaultRewritePageSize is how many keys each etcd range read of
-// RewriteStorage returns when RewriteOptions.PageSize is 0.
-const DefaultRewritePageSize = 500
+// DefaultPageSize is how many keys each etcd range read of Run returns
+// when Options.PageSize is 0.
+const DefaultPageSize = 500
 
 // rewriteAttempts bounds how often one object is retried when concurrent
 // writes keep changing it between the read and the rewrite.
 const rewriteAttempts = 10
 
-// maxRewriteErrors is how many per-object errors RewriteStorage's error
-// names; the report counts them all.
+// maxRewriteErrors is how many per-object errors Run's error names; the
+// report counts them all.
 const maxRewriteErrors = 10
 
-// RewriteOptions adjusts RewriteStorage. The zero value is the default.
-type RewriteOptions struct {
+// Options adjusts Run. The zero value is the default.
+type Options struct {
 	// Workers is how many objects are rewritten concurrently; 0 means
-	// DefaultRewriteWorkers.
+	// DefaultWorkers.
 	Workers int
 	// PageSize is how many keys each etcd range read returns; 0 means
-	// DefaultRewritePageSize.
+	// DefaultPageSize.
 	PageSize int64
 }
 
-// RewriteReport is what RewriteStorage did: the encoding it rewrote into
-// and one entry per served resource, in the registry's order.
-type RewriteReport struct {
-	// MediaType is the registry's storage encoding (Registry.MediaType).
+// Target is the storage Run rewrites: the etcd, key prefix and encoding
+// of a registry (registry.Registry.RewriteStorage fills it in) and its
+// resources with storage of their own.
+type Target struct {
+	// Etcd is the etcd the values are in.
+	Etcd etcd.ClientConfig
+	// Prefix is the global key prefix; "" means storage.DefaultPrefix.
+	Prefix string
+	// MediaType is the encoding values are rewritten into, the one the
+	// resources' storage codecs write; "" means storage.DefaultMediaType.
 	MediaType string
-	// Resources has one entry per resource the registry was opened with.
-	Resources []ResourceRewrite
+	// Resources are rewritten one after the other, in this order.
+	Resources []Resource
+}
+
+// Resource is one resource whose values Run rewrites.
+type Resource struct {
+	// Resource names the keys <prefix>/<group>/<resource>/ that hold the
+	// values (storage.Key).
+	Resource schema.GroupResource
+	// Storage is the resource's storage (the Storage of its
+	// genericregistry.Store's DryRunnableStorage), with keys below the
+	// global prefix: each stale object is rewritten by a no-op
+	// GuaranteedUpdate through it, so its codec and transformer re-encode
+	// the object.
+	Storage apistorage.Interface
+	// New returns an empty object of the resource's Go type.
+	New func() runtime.Object
+	// Transformer decrypts the resource's values as Storage does (see
+	// storage.TransformerFor): it tells whether a value is under the
+	// primary encryption key.
+	Transformer value.Transformer
+}
+
+// Report is what Run did: the encoding it rewrote into and one entry per
+// resource, in the Target's order.
+type Report struct {
+	// MediaType is the encoding values were rewritten into
+	// (Target.MediaType).
+	MediaType string
+	// Resources has one entry per resource of the Target.
+	Resources []ResourceReport
 }
 
 // Rewritten returns the number of values rewritten over all resources.
-func (r RewriteReport) Rewritten() int {
+func (r Report) Rewritten() int {
 	n := 0
 	for _, res := range r.Resources {
 		n += res.Rewritten
@@ -64,10 +100,10 @@ func (r RewriteReport) Rewritten() int {
 	return n
 }
 
-// ResourceRewrite counts the objects of one resource by what RewriteStorage
-// did with them. Every object that existed when its key range was read is
+// ResourceReport counts the objects of one resource by what Run did with
+// them. Every object that existed when its key range was read is
 // counted exactly once.
-type ResourceRewrite struct {
+type ResourceReport struct {
 	// Resource is the resource, for example customs.test.
 	Resource schema.GroupResource
 	// MediaType is the encoding values were rewritten into.
@@ -80,7 +116,7 @@ type ResourceRewrite struct {
 	// decrypted value; "" for values no encoding recognises).
 	From map[string]int
 	// NotPrimaryKey counts the rewritten values that the resource's
-	// encryption transformer (Config.Transformers) reported stale: written
+	// encryption transformer (Resource.Transformer) reported stale: written
 	// under another provider or key than the first key of the first
 	// provider of the encryption configuration (kube's rule: that one
 	// encrypts, the others only decrypt), for example before a key
@@ -95,8 +131,8 @@ type ResourceRewrite struct {
 	// Deleted is how many objects were deleted between the range read and
 	// their rewrite (nothing to do).
 	Deleted int
-	// Failed is how many values could not be rewritten (RewriteStorage's
-	// error names the first of them); they are left as they were.
+	// Failed is how many values could not be rewritten (Run's error names
+	// the first of them); they are left as they were.
 	Failed int
 }
 
@@ -104,7 +140,7 @@ type ResourceRewrite struct {
 // application/cbor, 100 from application/vnd.kubernetes.protobuf), 100
 // already application/json", with ", N deleted meanwhile" and ", N failed"
 // when those are not zero.
-func (r ResourceRewrite) String() string {
+func (r ResourceReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d rewritten", r.Resource, r.Rewritten)
 	if len(r.From) != 0 {
@@ -133,95 +169,84 @@ func (r ResourceRewrite) String() string {
 	return b.String()
 }
 
-// RewriteStorage re-encodes every stored object of every served resource
-// whose value in etcd is not in the registry's storage encoding
-// (Registry.MediaType) or not under the primary key of its encryption
-// configuration (Config.Transformers), and reports per resource how many it
-// rewrote and how many were already current. Run it after switching
-// --storage-media-type, or after making a new encryption key primary, once
-// no server writes the old encoding or with the old key any more; reading
-// never needs it (every encoding, and every key still configured, stays
-// readable).
+// Run re-encodes every stored object of every resource of t whose value in
+// etcd is not in t.MediaType or not under the primary key of its
+// encryption configuration (Resource.Transformer), and reports per resource
+// how many it rewrote and how many were already current. Run it after
+// switching --storage-media-type, or after making a new encryption key
+// primary, once no server writes the old encoding or with the old key any
+// more; reading never needs it (every encoding, and every key still
+// configured, stays readable). `customapi storage rewrite` runs it through
+// registry.Registry.RewriteStorage.
 //
 // It follows Kubernetes' storage version migrator: it reads each
 // resource's key range from etcd (in pages of PageSize, at one revision),
 // decrypts each value with the resource's transformer (which reports a
 // value under a non-primary provider or key as stale, as kube-apiserver's
 // prefix transformers do) to see its encoding (storage.MediaTypeOfValue),
-// and rewrites
-// each stale object through the resource's store with a no-op
-// GuaranteedUpdate guarded by the resourceVersion it read. The storage
-// codec re-encodes the object unchanged: uid, spec, status, labels,
-// managedFields and generation stay as they were; the resourceVersion is
-// new and watchers see a MODIFIED event. Admission, validation and the
-// strategy are not involved. A write by someone else in between wins: the
-// object is read again and counted as already current when that write
-// re-encoded it, as deleted when it is gone, or rewritten again otherwise.
-// Nothing is lost.
+// and rewrites each stale object through the resource's storage with a
+// no-op GuaranteedUpdate guarded by the resourceVersion it read. The
+// storage codec re-encodes the object unchanged: uid, spec, status,
+// labels, managedFields and generation stay as they were; the
+// resourceVersion is new and watchers see a MODIFIED event. Admission,
+// validation and the strategy are not involved. A write by someone else in
+// between wins: the object is read again and counted as already current
+// when that write re-encoded it, as deleted when it is gone, or rewritten
+// again otherwise. Nothing is lost.
 //
 // Errors: ctx ending (the report counts what was done so far), etcd
 // unreachable, or values that cannot be rewritten (for example bytes that
 // no serializer decodes, or a value no configured key decrypts); in the
-// last case every other object is still
-// rewritten, the report counts the failures and the error names the first
-// few keys.
-func (r *Registry) RewriteStorage(ctx context.Context, opts RewriteOptions) (RewriteReport, error) {
+// last case every other object is still rewritten, the report counts the
+// failures and the error names the first few keys.
+func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	if opts.Workers <= 0 {
-		opts.Workers = DefaultRewriteWorkers
+		opts.Workers = DefaultWorkers
 	}
 	if opts.PageSize <= 0 {
-		opts.PageSize = DefaultRewritePageSize
+		opts.PageSize = DefaultPageSize
 	}
-	report := RewriteReport{MediaType: r.mediaType}
-	cli, err := r.etcdCfg.NewClient(ctx)
+	d := storage.Config{Prefix: t.Prefix, MediaType: t.MediaType}.WithDefaults()
+	t.Prefix, t.MediaType = d.Prefix, d.MediaType
+	report := Report{MediaType: t.MediaType}
+	cli, err := t.Etcd.NewClient(ctx)
 	if err != nil {
-		return report, fmt.Errorf("registry: rewrite: %w", err)
+		return report, fmt.Errorf("rewrite: %w", err)
 	}
 	defer cli.Close()
 	var errs []error
 	failed := 0
-	for _, res := range r.resources {
-		if !res.StoredAs.Empty() {
-			continue // its objects are those of the resource it is stored as
-		}
-		st := r.stores[res.GroupVersionResource()]
-		tr, ok := storage.TransformerFor(r.getter, res.GroupResource())
-		if !ok {
-			return report, fmt.Errorf("registry: rewrite %s: the registry has no storage options getter", res.GroupResource())
-		}
-		rw := &resourceRewriter{reg: r, cli: cli, st: st, transformer: tr, report: ResourceRewrite{Resource: res.GroupResource(), MediaType: r.mediaType}}
+	for _, res := range t.Resources {
+		rw := &resourceRewriter{target: &t, res: res, cli: cli, report: ResourceReport{Resource: res.Resource, MediaType: t.MediaType}}
 		err := rw.run(ctx, opts)
 		report.Resources = append(report.Resources, rw.report)
 		failed += rw.report.Failed
 		errs = append(errs, rw.errs...)
 		if err != nil {
-			return report, fmt.Errorf("registry: rewrite %s: %w", res.GroupResource(), err)
+			return report, fmt.Errorf("rewrite %s: %w", res.Resource, err)
 		}
 	}
 	if failed != 0 {
 		if len(errs) > maxRewriteErrors {
 			errs = errs[:maxRewriteErrors]
 		}
-		return report, fmt.Errorf("registry: rewrite: %d value(s) could not be rewritten and were left as they were: %w", failed, errors.Join(errs...))
+		return report, fmt.Errorf("rewrite: %d value(s) could not be rewritten and were left as they were: %w", failed, errors.Join(errs...))
 	}
 	return report, nil
 }
 
 // resourceRewriter rewrites the values of one resource.
 type resourceRewriter struct {
-	reg *Registry
-	cli *clientv3.Client
-	st  *Store
-	// transformer decrypts the resource's values (identity when the
-	// registry has no encryption).
-	transformer value.Transformer
+	target *Target // with Prefix and MediaType defaulted
+	res    Resource
+	cli    *clientv3.Client
 
 	mu     sync.Mutex
-	report ResourceRewrite
+	report ResourceReport
 	errs   []error // the first maxRewriteErrors per-object errors
 }
 
-// staleValue is one value found in another encoding than the registry's,
+// staleValue is one value found in another encoding than the target's,
 // or not under the primary encryption key.
 type staleValue struct {
 	key         string // the etcd key
@@ -232,15 +257,15 @@ type staleValue struct {
 }
 
 // inspect decrypts one raw etcd value and says whether it is current: in
-// the registry's encoding and under the primary key. The error names the
+// the target's encoding and under the primary key. The error names the
 // key when no configured key decrypts the value.
 func (w *resourceRewriter) inspect(ctx context.Context, kv *mvccpb.KeyValue) (staleValue, bool, error) {
-	plain, stale, err := w.transformer.TransformFromStorage(ctx, kv.Value, value.DefaultContext(kv.Key))
+	plain, stale, err := w.res.Transformer.TransformFromStorage(ctx, kv.Value, value.DefaultContext(kv.Key))
 	if err != nil {
 		return staleValue{}, false, fmt.Errorf("%s: decrypt (is its key still in the encryption configuration?): %w", kv.Key, err)
 	}
 	v := staleValue{key: string(kv.Key), modRevision: kv.ModRevision, mediaType: storage.MediaTypeOfValue(plain), notPrimaryKey: stale}
-	return v, v.mediaType == w.reg.mediaType && !stale, nil
+	return v, v.mediaType == w.target.MediaType && !stale, nil
 }
 
 // rewriteOutcome is what happened to one stale value.
@@ -255,7 +280,7 @@ const (
 // run reads the resource's key range page by page and hands the stale
 // values to opts.Workers workers. It returns when all are done, with the
 // first error that stops the whole run (ctx, etcd).
-func (w *resourceRewriter) run(ctx context.Context, opts RewriteOptions) error {
+func (w *resourceRewriter) run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan staleValue)
@@ -301,7 +326,7 @@ func (w *resourceRewriter) run(ctx context.Context, opts RewriteOptions) error {
 // mid-way continues at the newest one (values written since are in the
 // current encoding, or are rewritten all the same).
 func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(staleValue) bool) error {
-	start := storage.Key(w.reg.prefix, w.st.res.GroupResource(), "", "")
+	start := storage.Key(w.target.Prefix, w.res.Resource, "", "")
 	end := clientv3.GetPrefixRangeEnd(start)
 	var rev int64
 	for {
@@ -340,20 +365,20 @@ func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(
 	}
 }
 
-// rewrite rewrites one stale value through the store, guarded by its
+// rewrite rewrites one stale value through the storage, guarded by its
 // resourceVersion; when a concurrent write got there first it reads the
 // key again and decides anew.
 func (w *resourceRewriter) rewrite(ctx context.Context, v staleValue) (rewriteOutcome, error) {
 	// The store's keys lack the global prefix (k8s.io/apiserver's etcd3
 	// store adds it): <prefix>/test/customs/ns/name is /test/customs/ns/name.
-	storeKey := "/" + strings.TrimPrefix(v.key, strings.TrimSuffix(w.reg.prefix, "/")+"/")
+	storeKey := "/" + strings.TrimPrefix(v.key, strings.TrimSuffix(w.target.Prefix, "/")+"/")
 	noop := func(input runtime.Object, _ apistorage.ResponseMeta) (runtime.Object, *uint64, error) {
 		return input, nil, nil
 	}
 	for range rewriteAttempts {
 		rv := strconv.FormatInt(v.modRevision, 10)
-		out := w.st.res.New()
-		err := w.st.main.Storage.GuaranteedUpdate(ctx, storeKey, out, false, &apistorage.Preconditions{ResourceVersion: &rv}, noop, false, nil)
+		out := w.res.New()
+		err := w.res.Storage.GuaranteedUpdate(ctx, storeKey, out, false, &apistorage.Preconditions{ResourceVersion: &rv}, noop, nil)
 		switch {
 		case err == nil:
 			return outcomeRewritten, nil
@@ -397,7 +422,7 @@ func (w *resourceRewriter) count(v staleValue, outcome rewriteOutcome, err error
 		if v.notPrimaryKey {
 			w.report.NotPrimaryKey++
 		}
-		if v.mediaType != w.reg.mediaType {
+		if v.mediaType != w.target.MediaType {
 			if w.report.From == nil {
 				w.report.From = map[string]int{}
 			}

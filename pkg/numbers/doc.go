@@ -1,0 +1,18 @@
+// Package numbers checks the numbers of a request body against the Go type
+// it will be decoded into, so that every door and every encoding refuses a
+// number the type cannot hold, where some of k8s.io/apimachinery's decoders
+// would narrow it silently:
+//
+//   - Check walks a body decoded without a type (server-side apply,
+//     strategic merge patch, any JSON, YAML or CBOR body decoded into
+//     map[string]any): runtime.DefaultUnstructuredConverter stores
+//     10000000000 into an int32 as 1410065408, where a typed JSON decode
+//     (sigs.k8s.io/json) refuses it;
+//   - CheckProtobuf walks a protobuf message: go-to-protobuf's generated
+//     Unmarshal keeps a varint's low bits.
+//
+// Both report field.Invalid errors at the fields' JSON paths
+// (spec.replicas), which the callers turn into 422 Invalid: the HTTP
+// server's number filter (pkg/server) and the in-process patch and apply
+// of pkg/registry.
+package numbers
