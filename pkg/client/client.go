@@ -308,7 +308,8 @@ func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (con
 	case c.namespaced() && single && ns == "":
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource().GroupResource()))
 	case c.namespaced() && c.namespace != "" && ns != c.namespace:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
+		// The HTTP server's answer (rest.EnsureObjectNamespaceMatchesRequestNamespace).
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return genericapirequest.WithNamespace(ctx, ns), nil
 }
