@@ -93,7 +93,7 @@ func (l *namespaceLifecycle) admitCreate(ctx context.Context, gr schema.GroupRes
 // etcd). A missing namespace is NotFound for namespaces, whatever store
 // asked.
 func (l *namespaceLifecycle) get(ctx context.Context, name, rv string) (*corev1.Namespace, error) {
-	obj, err := l.namespaces.REST().Get(ctx, name, &metav1.GetOptions{ResourceVersion: rv})
+	obj, err := l.namespaces.Get(ctx, registry.Caller{}, name, metav1.GetOptions{ResourceVersion: rv})
 	if apierrors.IsNotFound(err) {
 		return nil, apierrors.NewNotFound(namespacesGR, name)
 	}

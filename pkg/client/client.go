@@ -6,15 +6,10 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/features"
-	"k8s.io/apiserver/pkg/registry/rest"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	restclient "k8s.io/client-go/rest"
 
 	"github.com/customapi/customapi/pkg/registry"
@@ -128,7 +123,7 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.REST().Get(ctx, name, &opts)
+	out, err := c.store.Get(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
 	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
@@ -147,15 +142,11 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	internal, err := c.listOptions(opts)
-	if err != nil {
-		return zero, err
-	}
 	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "list", Namespace: c.namespace, Options: &opts})
 	if err != nil {
 		return zero, err
 	}
-	out, err := c.store.REST().List(ctx, internal)
+	out, err := c.store.List(ctx, registry.Caller{Namespace: c.namespace}, opts)
 	rec.Complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
@@ -175,15 +166,11 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 		return nil, err
 	}
 	opts.Watch = true
-	internal, err := c.listOptions(opts)
-	if err != nil {
-		return nil, err
-	}
 	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "watch", Namespace: c.namespace, Options: &opts})
 	if err != nil {
 		return nil, err
 	}
-	w, err := c.store.REST().Watch(ctx, internal)
+	w, err := c.store.Watch(ctx, registry.Caller{Namespace: c.namespace}, opts)
 	if err != nil {
 		rec.Complete(ctx, 0, nil, err)
 		return nil, err
@@ -243,7 +230,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 		return err
 	}
 	rec.LogDeleteOptions(ctx, &opts)
-	out, deleted, err := c.store.REST().Delete(ctx, name, rest.ValidateAllObjectFunc, &opts)
+	out, deleted, err := c.store.Delete(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
 	code := 0
 	//nolint:staticcheck // SA1019: the HTTP delete handler's rule for 202
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
@@ -260,16 +247,12 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	internal, err := c.listOptions(listOpts)
-	if err != nil {
-		return err
-	}
 	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "deletecollection", Namespace: c.namespace, Options: &listOpts})
 	if err != nil {
 		return err
 	}
 	rec.LogDeleteOptions(ctx, &opts)
-	out, err := c.store.REST().DeleteCollection(ctx, rest.ValidateAllObjectFunc, &opts, internal)
+	out, err := c.store.DeleteCollection(ctx, registry.Caller{Namespace: c.namespace}, opts, listOpts)
 	rec.Complete(ctx, 0, out, err)
 	return err
 }
@@ -308,30 +291,10 @@ func (c *Client[T, L]) context(ctx context.Context, ns string, single bool) (con
 	case c.namespaced() && single && ns == "":
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s is namespaced: a namespace is required", c.store.Resource().GroupResource()))
 	case c.namespaced() && c.namespace != "" && ns != c.namespace:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace of the client (%s)", ns, c.namespace))
+		// The HTTP server's answer (rest.EnsureObjectNamespaceMatchesRequestNamespace).
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	return genericapirequest.WithNamespace(ctx, ns), nil
-}
-
-// listOptions converts and validates list options as kube-apiserver's list
-// and watch handlers do, returning BadRequest for unparsable selectors or
-// unsupported field labels and Invalid for inconsistent options.
-func (c *Client[T, L]) listOptions(opts metav1.ListOptions) (*metainternalversion.ListOptions, error) {
-	var out metainternalversion.ListOptions
-	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&opts, &out, nil); err != nil {
-		return nil, apierrors.NewBadRequest(err.Error())
-	}
-	if out.FieldSelector != nil {
-		for _, req := range out.FieldSelector.Requirements() {
-			if !c.store.Resource().SelectableField(req.Field) {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
-			}
-		}
-	}
-	if errs := metainternalvalidation.ValidateListOptions(&out, utilfeature.DefaultFeatureGate.Enabled(features.WatchList)); len(errs) != 0 {
-		return nil, apierrors.NewInvalid(c.store.Resource().GroupVersionKind.GroupKind(), "", errs)
-	}
-	return &out, nil
 }
 
 // ownEventObject gives the receiver of a watch event an object of its own:

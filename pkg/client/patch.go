@@ -104,7 +104,7 @@ func (c *Client[T, L]) patchTarget(name, ns string, subresources []string) (stri
 	sub := ""
 	switch {
 	case len(subresources) == 0:
-	case len(subresources) == 1 && subresources[0] == "status" && c.store.StatusREST() != nil:
+	case len(subresources) == 1 && subresources[0] == "status" && c.store.Resource().StatusSubresource:
 		sub = "status"
 	default:
 		return "", registry.Caller{}, apierrors.NewNotFound(c.store.Resource().GroupResource(), fmt.Sprintf("%s/%v", name, subresources))

@@ -48,6 +48,14 @@
 // pkg/storage/rewrite on the registry's stores; `customapi storage rewrite`
 // runs it.
 //
+// Store's Get, List, Watch, Create, Update, Patch, Apply, Delete and
+// DeleteCollection are the in-process request layer (request.go, patch.go,
+// update.go): what kube-apiserver's handlers do below HTTP (option
+// validation, list options and selectable fields, namespace checks,
+// managedFields, patch mechanisms, the answers' Status errors), on the same
+// stores the HTTP server installs (Store.RESTStorage). It is the only
+// in-process way to the stores, so no write skips managedFields.
+//
 // Config.Audit is the audit policy and sink of in-process requests: the
 // client opens each request's event with Store.StartAudit and completes it
 // with AuditedRequest.Complete, built with k8s.io/apiserver's audit helpers

@@ -8,8 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kube-openapi/pkg/common"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
@@ -92,8 +90,7 @@ func TestOpenEmbeddedKeyAndClose(t *testing.T) {
 	if !ok {
 		t.Fatal("no store for customs")
 	}
-	ctx := genericapirequest.WithNamespace(t.Context(), "ns1")
-	if _, err := st.REST().Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns1"}}, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+	if _, err := st.Create(t.Context(), registry.Caller{Namespace: "ns1"}, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "ns1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	key := reg.Key(install.Customs, "ns1", "c1")
@@ -110,7 +107,7 @@ func TestOpenEmbeddedKeyAndClose(t *testing.T) {
 		t.Fatalf("etcd get %s: %v, %d keys", key, err, len(resp.Kvs))
 	}
 	for _, ns := range []string{"..", ".", "a/b", "UPPER"} {
-		_, err := st.REST().Get(genericapirequest.WithNamespace(t.Context(), ns), "c1", &metav1.GetOptions{})
+		_, err := st.Get(t.Context(), registry.Caller{Namespace: ns}, "c1", metav1.GetOptions{})
 		if !apierrors.IsBadRequest(err) {
 			t.Errorf("namespace %q: got %v, want BadRequest", ns, err)
 		}

@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -22,11 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	"github.com/customapi/customapi/pkg/numbers"
 )
@@ -34,10 +36,6 @@ import (
 // maxJSONPatchOperations is the most operations a JSON patch may hold, as
 // in kube-apiserver (413 RequestEntityTooLarge beyond).
 const maxJSONPatchOperations = 10000
-
-// patchTypes are the patch types the store accepts, as the HTTP server
-// offers them for a typed resource.
-var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType), string(types.ApplyCBORPatchType)}
 
 // mechanism computes the patched object from the stored one.
 type mechanism func(ctx context.Context, cur runtime.Object) (runtime.Object, error)
@@ -78,6 +76,9 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	if err != nil {
 		return nil, err
 	}
+	if err := validatePatchBody(pt, data); err != nil {
+		return nil, err
+	}
 	fv := fieldValidation(opts.FieldValidation)
 	mgr := managerOr(opts.FieldManager, c.DefaultManager)
 	var mech mechanism
@@ -88,11 +89,8 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 		// A merge patch holds the new values as they will be stored: check
 		// them against the Go type first, so that the error names the field
 		// (the typed decode of the result would name only "patch").
-		patchMap := map[string]any{}
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &patchMap); err == nil {
-			if err := s.checkNumbers(name, patchMap); err != nil {
-				return nil, err
-			}
+		if err := s.checkBodyNumbers(name, data); err != nil {
+			return nil, err
 		}
 		mech = s.jsonPatch(pt, data, fv, fm, mgr)
 	case types.StrategicMergePatchType:
@@ -106,7 +104,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		if err := s.checkNumbers(name, patchMap); err != nil {
+		if err := s.checkBodyNumbers(name, data); err != nil {
 			return nil, err
 		}
 		mech = s.strategicPatch(patchMap, strictErrs, fv, fm, mgr)
@@ -115,7 +113,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 		if err := utilyaml.Unmarshal(data, &patchObj.Object); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 		}
-		if err := s.checkNumbers(name, patchObj.Object); err != nil {
+		if err := s.checkBodyNumbers(name, data); err != nil {
 			return nil, err
 		}
 		apply := s.applyPatch(patchObj, opts, fm)
@@ -142,10 +140,10 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 		}
 		mech = s.applyPatch(patchObj, opts, fm)
 	default:
-		// The HTTP server's 415, as responsewriters.ErrorToAPIStatus renders
-		// the negotiation error.
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
-			Reason: metav1.StatusReasonUnsupportedMediaType, Message: negotiation.NewUnsupportedMediaTypeError(patchTypes).Error()}}
+		// The HTTP server's 415: go-restful refuses the Content-Type before
+		// the patch handler runs, and the API server's service error handler
+		// renders its message as a Status.
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", "415: Unsupported Media Type", 0, false)
 	}
 	return s.patch(ctx, c, name, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts)
 }
@@ -328,6 +326,53 @@ func (s *Store) applyPatch(patchObj *unstructured.Unstructured, opts metav1.Patc
 	return func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
 		return fm.Apply(cur, patchObj.DeepCopy(), opts.FieldManager, force)
 	}
+}
+
+// validatePatchBody refuses, with BadRequest (400), a patch body of a
+// known patch type that does not decode, with the messages of
+// kube-apiserver's patch handler, which checks (and transcodes to JSON
+// for audit) every body before applying it: an apply YAML body must
+// convert to JSON, an apply CBOR body must decode and encode as JSON, the
+// others must be valid JSON. Other patch types pass (the caller answers
+// them with 415).
+func validatePatchBody(pt types.PatchType, data []byte) error {
+	switch pt {
+	case types.ApplyYAMLPatchType:
+		if _, err := utilyaml.ToJSON(data); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		}
+	case types.ApplyCBORPatchType:
+		var v any
+		if err := cbordirect.Unmarshal(data, &v); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+		}
+		if _, err := json.Marshal(v); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("error encoding patch: %v", err))
+		}
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		if !json.Valid(data) {
+			return apierrors.NewBadRequest("invalid JSON patch")
+		}
+	}
+	return nil
+}
+
+// checkBodyNumbers is checkNumbers for a JSON or YAML patch body, decoded
+// as the HTTP server's number filter decodes it (YAML to JSON, numbers as
+// json.Number), so that both doors name a refused value alike; a body that
+// does not decode has nothing to check.
+func (s *Store) checkBodyNumbers(name string, data []byte) error {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(js))
+	d.UseNumber()
+	var content map[string]any
+	if err := d.Decode(&content); err != nil {
+		return nil
+	}
+	return s.checkNumbers(name, content)
 }
 
 // checkNumbers refuses, with Invalid (422), a merge patch, strategic merge

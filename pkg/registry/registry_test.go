@@ -5,12 +5,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -48,15 +47,15 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 		t.Run(res.Plural, func(t *testing.T) {
 			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: etcdConfig, Prefix: prefix}, res)
 			st, _ := reg.Store(res.GroupVersionResource())
-			store := st.REST()
-			ctx := genericapirequest.WithNamespace(t.Context(), "default")
+			ctx := t.Context()
+			caller := registry.Caller{Namespace: "default"}
 			for i, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					in := &testv1.Custom{
 						ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gen-%d", i)},
 						Spec:       testv1.CustomSpec{Replicas: 1, Message: "hello"},
 					}
-					created, err := store.Create(ctx, in, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+					created, err := st.Create(ctx, caller, in, metav1.CreateOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -65,8 +64,7 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 					}
 					next := created.DeepCopyObject().(*testv1.Custom)
 					tc.mutate(next)
-					out, _, err := store.Update(ctx, next.Name, rest.DefaultUpdatedObjectInfo(next),
-						rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+					out, err := st.Update(ctx, caller, next, metav1.UpdateOptions{}, "")
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -2,31 +2,39 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/rest"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
 // Caller is what an HTTP request carries besides its body and options, for
-// the in-process request layer (Store.Create, Update, Patch, Apply).
+// the in-process request layer (Store.Get, List, Watch, Create, Update,
+// Patch, Apply, Delete, DeleteCollection).
 type Caller struct {
 	// Namespace is the request's namespace: the object's for a namespaced
-	// resource, "" for a cluster-scoped one.
+	// resource, "" for a cluster-scoped one, and for a list, watch or
+	// deletecollection across all namespaces.
 	Namespace string
 	// DefaultManager is the field manager recorded in managedFields when
 	// the options name none; over HTTP it is the User-Agent up to its first
-	// "/" (see FieldManagerFromUserAgent).
+	// "/" (see FieldManagerFromUserAgent). Reads and deletes ignore it.
 	DefaultManager string
 }
 
@@ -69,6 +77,82 @@ func (s *Store) target(name, sub string) (rest.Updater, *managedfields.FieldMana
 	default:
 		return nil, nil, apierrors.NewNotFound(s.res.GroupResource(), name+"/"+sub)
 	}
+}
+
+// Get returns the object name as kube-apiserver's get handler does
+// (handlers/get.go), without HTTP. The object is the store's (possibly the
+// watch cache's): the caller must not modify it. Errors: NotFound (404),
+// BadRequest (400) for an invalid namespace.
+func (s *Store) Get(ctx context.Context, c Caller, name string, opts metav1.GetOptions) (runtime.Object, error) {
+	return s.mainREST().Get(genericapirequest.WithNamespace(ctx, c.Namespace), name, &opts)
+}
+
+// List returns the objects matching opts as kube-apiserver's list handler
+// does: label and field selectors (metadata.name, metadata.namespace and
+// the resource's SelectableFields), Limit and Continue, resourceVersion
+// semantics. The list is the store's: the caller must not modify it.
+// Errors: BadRequest (400) for an unparsable selector or an unsupported
+// field label, Invalid (422) for inconsistent options, Gone (410) for an
+// expired continue token.
+func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (runtime.Object, error) {
+	internal, err := s.listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.mainREST().List(genericapirequest.WithNamespace(ctx, c.Namespace), internal)
+}
+
+// Watch streams the events of the objects matching opts as
+// kube-apiserver's watch handler does (opts.Watch is implied); options as
+// List. Event objects may be shared with other watchers (the watch cache's
+// runtime.CacheableObject): the caller must not modify them.
+func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	internal, err := s.listOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.mainREST().Watch(genericapirequest.WithNamespace(ctx, c.Namespace), internal)
+}
+
+// Delete deletes the object name as kube-apiserver's delete handler does:
+// opts.Preconditions must match (Conflict, 409), an object with finalizers
+// is only marked with deletionTimestamp. It returns what the generic store
+// returns: the deleted (or marked) object, or a Status, and whether the
+// object is gone. Errors: NotFound (404), Conflict (409).
+func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
+	return s.mainREST().Delete(genericapirequest.WithNamespace(ctx, c.Namespace), name, rest.ValidateAllObjectFunc, &opts)
+}
+
+// DeleteCollection deletes every object matching listOpts (options as
+// List), as Delete does each, and returns the list of what it deleted.
+func (s *Store) DeleteCollection(ctx context.Context, c Caller, opts metav1.DeleteOptions, listOpts metav1.ListOptions) (runtime.Object, error) {
+	internal, err := s.listOptions(listOpts)
+	if err != nil {
+		return nil, err
+	}
+	return s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), rest.ValidateAllObjectFunc, &opts, internal)
+}
+
+// listOptions converts and validates list options as kube-apiserver's list
+// and watch handlers do, returning BadRequest for unparsable selectors or
+// unsupported field labels and Invalid for inconsistent options.
+func (s *Store) listOptions(opts metav1.ListOptions) (*metainternalversion.ListOptions, error) {
+	var out metainternalversion.ListOptions
+	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&opts, &out, nil); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if out.FieldSelector != nil {
+		for _, req := range out.FieldSelector.Requirements() {
+			if !s.res.SelectableField(req.Field) {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+			}
+		}
+	}
+	if errs := metainternalvalidation.ValidateListOptions(&out, utilfeature.DefaultFeatureGate.Enabled(features.WatchList)); len(errs) != 0 {
+		return nil, apierrors.NewInvalid(s.res.GroupVersionKind.GroupKind(), "", errs)
+	}
+	return &out, nil
 }
 
 // Create stores obj as kube-apiserver's create handler does

@@ -37,21 +37,6 @@ func (s *Store) RESTStorage() map[string]rest.Storage {
 	return out
 }
 
-// REST returns the main resource's storage as the HTTP server installs it
-// (namespace check, error mapping), for the in-process client: every
-// request through it gets the rules an HTTP request gets below the
-// handlers.
-func (s *Store) REST() rest.StandardStorage { return s.mainREST() }
-
-// StatusREST returns the status subresource's updater as the HTTP server
-// installs it, or nil when the resource has no status subresource.
-func (s *Store) StatusREST() rest.Updater {
-	if st := s.statusREST(); st != nil {
-		return st
-	}
-	return nil
-}
-
 func (s *Store) mainREST() *mainREST {
 	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit,
 		hooks: s.hooks, admitCreates: s.admitCreates}

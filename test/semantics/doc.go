@@ -12,6 +12,13 @@
 // tester of k8s.io/apiserver (rest/resttest, through
 // registry/generic/testing) against a registry store.
 //
+// TestDoorsAgree goes further: one table of request sequences (create,
+// update, every patch type, server-side apply, delete, list with selectors,
+// watch, dry run, error Statuses), each run through both doors of one
+// server, and the two transcripts compared field by field (objects with
+// managedFields, warnings, Status code, reason, message and causes), so
+// that the doors cannot drift apart when k8s.io/apiserver is upgraded.
+//
 // The package holds only tests:
 //
 //	go test ./test/semantics -count=1 -v

@@ -223,6 +223,11 @@ func httpCustoms(s *customapitest.Server, ns string, warn rest.WarningHandler) (
 	cfg.GroupVersion = &gv
 	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	cfg.WarningHandler = warn
+	if cfg.UserAgent == "" {
+		// What a generated clientset's setConfigDefaults sets, so that
+		// both doors record the same default field manager.
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	rc, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rest client: %w", err)

@@ -13,14 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -129,7 +127,7 @@ func (c *Controller) watch(ctx context.Context) {
 }
 
 func (c *Controller) listAndWatch(ctx context.Context) error {
-	list, err := c.ns.REST().List(ctx, &metainternalversion.ListOptions{})
+	list, err := c.ns.List(ctx, registry.Caller{}, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -144,7 +142,7 @@ func (c *Controller) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.ns.REST().Watch(ctx, &metainternalversion.ListOptions{ResourceVersion: lm.GetResourceVersion(), Watch: true})
+	w, err := c.ns.Watch(ctx, registry.Caller{}, metav1.ListOptions{ResourceVersion: lm.GetResourceVersion()})
 	if err != nil {
 		return err
 	}
@@ -170,7 +168,7 @@ func (c *Controller) enqueue(obj runtime.Object) {
 // nothing unless it is deleted and still has the finalizer "kubernetes".
 func (c *Controller) sync(ctx context.Context, name string) error {
 	ctx = clusterContext(ctx)
-	obj, err := c.ns.REST().Get(ctx, name, &metav1.GetOptions{})
+	obj, err := c.ns.Get(ctx, registry.Caller{}, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -217,7 +215,7 @@ func (c *Controller) updateStatus(ctx context.Context, ns *corev1.Namespace) (*c
 // namespace (reading it again, retrying on conflicts).
 func (c *Controller) finalize(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := c.ns.REST().Get(ctx, name, &metav1.GetOptions{})
+		obj, err := c.ns.Get(ctx, registry.Caller{}, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -242,7 +240,6 @@ type remainingContent struct {
 func (c *Controller) deleteContent(ctx context.Context, ns string) (remainingContent, []error) {
 	left := remainingContent{byResource: map[string]int{}, byFinalizer: map[string]int{}}
 	var errs []error
-	nsCtx := genericapirequest.WithNamespace(ctx, ns)
 	for _, res := range c.reg.Resources() {
 		// A resource stored as another (StoredAs) has no objects of its own.
 		if res.ClusterScoped || !res.StoredAs.Empty() {
@@ -254,12 +251,12 @@ func (c *Controller) deleteContent(ctx context.Context, ns string) (remainingCon
 		}
 		gr := res.GroupResource()
 		label := gr.Resource + "." + gr.Group
-		rs := st.REST()
-		if _, err := rs.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{}, &metainternalversion.ListOptions{}); err != nil {
+		in := registry.Caller{Namespace: ns, DefaultManager: FieldManager}
+		if _, err := st.DeleteCollection(ctx, in, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 			continue
 		}
-		list, err := rs.List(nsCtx, &metainternalversion.ListOptions{})
+		list, err := st.List(ctx, in, metav1.ListOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 			continue
