@@ -31,9 +31,10 @@ func (v violation) String() string {
 	return fmt.Sprintf("%s imports %s: %s (rules.txt:%d %q)", v.pkg, v.imported, v.why, v.rule.line, v.rule.text)
 }
 
-// check returns the violations of rs in pkgs, sorted by package. ours says
-// whether an import path is one of the module's packages (as listed in
-// pkgs).
+// check returns the violations of rs in pkgs, sorted by package. An import
+// is the module's own when pkgs lists it; only those are checked against
+// the allow rules, while deny rules naming outside packages are checked
+// against every dependency.
 func check(rs rules, pkgs []pkgInfo) []violation {
 	ours := map[string]bool{}
 	for _, p := range pkgs {
