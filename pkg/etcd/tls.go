@@ -1,12 +1,8 @@
 package etcd
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"net"
 	"os"
@@ -110,57 +106,32 @@ func (f tlsFiles) valid() error {
 }
 
 func (f tlsFiles) generate() error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA(pki.Spec{CommonName: "customapi-etcd-ca", Validity: tlsValidity, Backdate: time.Hour, MaxPathLenZero: true})
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          pki.SerialNumber(),
-		Subject:               pkix.Name{CommonName: "customapi-etcd-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(tlsValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	server, err := ca.IssueServing(pki.Spec{
+		CommonName:  "customapi-etcd",
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:    []string{"localhost"},
+		Validity:    tlsValidity,
+		Backdate:    time.Hour,
+	})
 	if err != nil {
 		return err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
+	client, err := ca.IssueClient(pki.Spec{CommonName: "customapi-etcd-client", Validity: tlsValidity, Backdate: time.Hour})
 	if err != nil {
 		return err
-	}
-	leaf := func(cn string, usage x509.ExtKeyUsage, ips []net.IP, names []string, certFile, keyFile string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: pki.SerialNumber(),
-			Subject:      pkix.Name{CommonName: cn},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(tlsValidity),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  ips,
-			DNSNames:     names,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		return pki.WriteKeyPair(certFile, keyFile, der, key)
 	}
 	// The CA is written first: a crash half-way leaves a set that fails
-	// valid() and is generated anew at the next start.
-	if err := pki.WriteCert(f.ca, caDER); err != nil {
+	// valid() and is generated anew at the next start. Its key is never
+	// written.
+	if err := pki.WriteCert(f.ca, ca.Cert.Raw); err != nil {
 		return err
 	}
-	if err := leaf("customapi-etcd", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)}, []string{"localhost"}, f.serverCert, f.serverKey); err != nil {
+	if err := server.WriteFiles(f.serverCert, f.serverKey); err != nil {
 		return err
 	}
-	return leaf("customapi-etcd-client", x509.ExtKeyUsageClientAuth, nil, nil, f.clientCert, f.clientKey)
+	return client.WriteFiles(f.clientCert, f.clientKey)
 }

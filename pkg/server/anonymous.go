@@ -11,7 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// ProbePaths are the paths anonymous clients (no credentials) may GET or
+// ProbePaths returns the paths anonymous clients (no credentials) may GET or
 // HEAD, of those the server serves: the health probes with the sub-paths
 // of their checks (/readyz/etcd, /livez/ping, ...) and /version, as
 // kube-apiserver serves them to system:unauthenticated (ClusterRole
@@ -19,12 +19,19 @@ import (
 // anonymous.conditions naming them). Every other request without
 // credentials answers 401: another method, a path the server does not
 // serve under these prefixes (/healthz/x, /healthz/../x, /livez/), so that
-// no anonymous answer is the 404 that lists every served path.
-var ProbePaths = []string{"/livez", "/livez/*", "/readyz", "/readyz/*", "/healthz", "/healthz/*", "/version", "/version/"}
+// no anonymous answer is the 404 that lists every served path. A path
+// ending in "*" stands for every path with that prefix. Each call returns a
+// new slice: changing it changes nothing in the server.
+func ProbePaths() []string {
+	return slices.Clone(probePaths)
+}
+
+// probePaths are ProbePaths' paths.
+var probePaths = []string{"/livez", "/livez/*", "/readyz", "/readyz/*", "/healthz", "/healthz/*", "/version", "/version/"}
 
 // isProbePath says whether p is one of ProbePaths.
 func isProbePath(p string) bool {
-	for _, probe := range ProbePaths {
+	for _, probe := range probePaths {
 		if prefix, ok := strings.CutSuffix(probe, "*"); ok {
 			if strings.HasPrefix(p, prefix) {
 				return true

@@ -110,7 +110,7 @@ func TestBadInputNo5xx(t *testing.T) {
 	}
 }
 
-// TestNumbersNeverNarrowed is case E3: spec.replicas (int32) set to values
+// TestNumbersNeverNarrowed: spec.replicas (int32) set to values
 // an int32 cannot hold, through every write path and body encoding served
 // (JSON, YAML, CBOR; merge and JSON patches exist only in JSON),
 // with and without dryRun, is a 4xx naming spec.replicas and changes
@@ -370,9 +370,10 @@ func trickle(w io.Writer, body []byte, done <-chan struct{}) {
 	}
 }
 
-// TestNumbersNeverNarrowedInProcess is case E3 through the other door: the
-// in-process client's merge and JSON patches of spec.replicas with values
-// an int32 cannot hold fail naming spec.replicas and change nothing.
+// TestNumbersNeverNarrowedInProcess is TestNumbersNeverNarrowed through the
+// other door: the in-process client's merge and JSON patches of spec.replicas
+// with values an int32 cannot hold fail naming spec.replicas and change
+// nothing.
 func TestNumbersNeverNarrowedInProcess(t *testing.T) {
 	e := start(t)
 	c1 := e.create(t, custom("c1"))

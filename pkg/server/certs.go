@@ -1,12 +1,7 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -32,12 +27,12 @@ const (
 const certValidity = 10 * 365 * 24 * time.Hour
 
 // ensureCertificates loads the CA and serving certificate from dir, or
-// generates them (ECDSA P-256) when absent. The serving certificate covers
-// localhost, 127.0.0.1, ::1, the host name and the bind address; it is
-// generated anew when it does not cover them or is about to expire.
-// It returns the CA certificate in PEM form.
+// generates them (ECDSA P-256, by internal/pki) when absent. The serving
+// certificate covers localhost, 127.0.0.1, ::1, the host name and the bind
+// address; it is generated anew when it does not cover them or is about to
+// expire. It returns the CA certificate in PEM form.
 func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
-	caCert, caKey, caPEM, err := loadOrCreateCA(dir)
+	ca, caPEM, err := loadOrCreateCA(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -50,87 +45,54 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 		names = append(names, host)
 	}
 	certPath := filepath.Join(dir, servingCertFile)
-	if current, err := pki.ReadCert(certPath); err == nil && current.CheckSignatureFrom(caCert) == nil &&
+	if current, err := pki.ReadCert(certPath); err == nil && current.CheckSignatureFrom(ca.Cert) == nil &&
 		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) {
 		return caPEM, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("serving key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: pki.SerialNumber(),
-		Subject:      pkix.Name{CommonName: "customapi"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     names,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	serving, err := ca.IssueServing(pki.Spec{
+		CommonName:  "customapi",
+		DNSNames:    names,
+		IPAddresses: ips,
+		Validity:    certValidity,
+		Backdate:    time.Hour,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	if err := pki.WriteKeyPair(filepath.Join(dir, servingCertFile), filepath.Join(dir, servingKeyFile), der, key); err != nil {
+	if err := serving.WriteFiles(certPath, filepath.Join(dir, servingKeyFile)); err != nil {
 		return nil, err
 	}
 	return caPEM, nil
 }
 
-func loadOrCreateCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+// loadOrCreateCA returns the CA of dir (ca.crt, ca.key) and its certificate
+// as PEM, creating it (CN customapi-ca, valid for certValidity) when ca.crt
+// does not exist. A ca.crt that exists but cannot be read, or whose key
+// cannot, is an error: the CA is never replaced behind the back of the
+// clients that trust it.
+func loadOrCreateCA(dir string) (*pki.KeyPair, []byte, error) {
 	certPath, keyPath := filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile)
-	if cert, err := pki.ReadCert(certPath); err == nil {
-		key, err := pki.ReadKey(keyPath)
+	if _, err := pki.ReadCert(certPath); err == nil {
+		ca, err := pki.LoadKeyPair(certPath, keyPath)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("CA key %s: %w", keyPath, err)
+			return nil, nil, fmt.Errorf("CA: %w", err)
 		}
 		caPEM, err := os.ReadFile(certPath)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		return cert, key, caPEM, nil
+		return ca, caPEM, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil, fmt.Errorf("CA certificate %s: %w", certPath, err)
+		return nil, nil, fmt.Errorf("CA certificate %s: %w", certPath, err)
 	}
-	der, key, err := selfSignedCA("customapi-ca", nil, certValidity)
+	ca, err := pki.NewCA(pki.Spec{CommonName: "customapi-ca", Validity: certValidity, Backdate: time.Hour})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if err := pki.WriteKeyPair(filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile), der, key); err != nil {
-		return nil, nil, nil, err
+	if err := ca.WriteFiles(certPath, keyPath); err != nil {
+		return nil, nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}
-
-// selfSignedCA returns a new ECDSA P-256 key and a self-signed CA
-// certificate (DER) for it, named cn and valid for dnsNames (none for a
-// CA that only signs) from an hour ago for validity.
-func selfSignedCA(cn string, dnsNames []string, validity time.Duration) ([]byte, *ecdsa.PrivateKey, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s key: %w", cn, err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          pki.SerialNumber(),
-		Subject:               pkix.Name{CommonName: cn},
-		DNSNames:              dnsNames,
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s certificate: %w", cn, err)
-	}
-	return der, key, nil
+	return ca, ca.CertPEM(), nil
 }
 
 func covers(cert *x509.Certificate, names []string, ips []net.IP) bool {

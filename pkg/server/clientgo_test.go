@@ -167,7 +167,8 @@ func TestDynamicClient(t *testing.T) {
 	}
 
 	// Bad input through the Go client: the same Status errors as over raw
-	// HTTP (S1, S5 and validation).
+	// HTTP (a create carrying a resourceVersion, an invalid name, a
+	// validation failure).
 	withRV := unstructuredCustom("c3", 1)
 	withRV.SetResourceVersion("5")
 	for _, tc := range []struct {

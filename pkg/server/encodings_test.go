@@ -33,7 +33,8 @@ func protobufBody(t *testing.T, obj *testv1.Custom, v uint64) []byte {
 // twosComplement is the varint protobuf writes for a negative int32/int64.
 func twosComplement(v int64) uint64 { return uint64(v) }
 
-// TestProtobufNumbersNeverNarrowed is case E3 for protobuf bodies (the
+// TestProtobufNumbersNeverNarrowed is TestNumbersNeverNarrowed for
+// protobuf bodies (the
 // integers protobuf can carry; 1.5 and "1" have no varint form): a POST or
 // PUT whose spec.replicas varint does not fit the int32 is 422 naming
 // spec.replicas, where the generated Unmarshal would keep the low bits

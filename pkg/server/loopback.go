@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"time"
 
@@ -10,6 +8,8 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/rest"
+
+	"github.com/customapi/customapi/internal/pki"
 )
 
 // loopbackCertValidity is how long the loopback certificate is valid; a new
@@ -24,16 +24,20 @@ const loopbackCertValidity = 365 * 24 * time.Hour
 // only to the loopback client, which trusts exactly it and authenticates
 // with a new random bearer token (see AuthorizeClientBearerToken).
 func applyLoopback(info *genericapiserver.SecureServingInfo) (*rest.Config, error) {
-	der, key, err := selfSignedCA(genericapiserver.LoopbackClientServerNameOverride, []string{genericapiserver.LoopbackClientServerNameOverride}, loopbackCertValidity)
+	pair, err := pki.NewCA(pki.Spec{
+		CommonName: genericapiserver.LoopbackClientServerNameOverride,
+		DNSNames:   []string{genericapiserver.LoopbackClientServerNameOverride},
+		Validity:   loopbackCertValidity,
+		Backdate:   time.Hour,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("server: loopback certificate: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err := pair.KeyPEM()
 	if err != nil {
 		return nil, fmt.Errorf("server: loopback certificate: %w", err)
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	certPEM := pair.CertPEM()
 	sni, err := dynamiccertificates.NewStaticSNICertKeyContent("self-signed loopback", certPEM, keyPEM, genericapiserver.LoopbackClientServerNameOverride)
 	if err != nil {
 		return nil, fmt.Errorf("server: loopback certificate: %w", err)

@@ -35,8 +35,11 @@ const (
 	AuthorizationAlwaysDeny = "AlwaysDeny"
 )
 
-// AuthorizationModes are the modes --authorization-mode accepts.
-var AuthorizationModes = []string{AuthorizationAlwaysAllow, AuthorizationAlwaysDeny, AuthorizationRBAC, AuthorizationWebhook}
+// AuthorizationModes returns the modes --authorization-mode accepts, in a
+// new slice on each call.
+func AuthorizationModes() []string {
+	return []string{AuthorizationAlwaysAllow, AuthorizationAlwaysDeny, AuthorizationRBAC, AuthorizationWebhook}
+}
 
 // Options are the settings of `customapi serve`, one field per flag. The
 // flag names are kube-apiserver's where the meaning is the same.
@@ -234,8 +237,8 @@ func (o *Options) authorizationModes() ([]string, error) {
 	for m := range strings.SplitSeq(o.AuthorizationMode, ",") {
 		m = strings.TrimSpace(m)
 		switch {
-		case !slices.Contains(AuthorizationModes, m):
-			return nil, fmt.Errorf("--authorization-mode: %q is not one of %s", m, strings.Join(AuthorizationModes, ", "))
+		case !slices.Contains(AuthorizationModes(), m):
+			return nil, fmt.Errorf("--authorization-mode: %q is not one of %s", m, strings.Join(AuthorizationModes(), ", "))
 		case slices.Contains(modes, m):
 			return nil, fmt.Errorf("--authorization-mode: %s is given twice", m)
 		}

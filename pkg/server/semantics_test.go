@@ -1,9 +1,10 @@
 package server_test
 
-// Raw-HTTP-only parts of the storage-semantics cases: request paths with
-// dot segments, which no typed client can send. Everything both doors can
-// express (the storage-semantics cases S1-S8) is in the
-// scenario suite, test/semantics, run in process and over HTTP.
+// The raw-HTTP-only part of the storage semantics: request paths with dot
+// segments, which no typed client can send. Everything both doors can
+// express (resourceVersions, preconditions, names, finalizers, server-set
+// metadata, object size) is in the scenario suite test/semantics, run in
+// process and over HTTP.
 
 import (
 	"io"
@@ -12,7 +13,8 @@ import (
 	"testing"
 )
 
-// S5, raw paths: dot segments in a request path (curl --path-as-is) never
+// TestRawPathsWithDotSegments: dot segments in a request path (curl
+// --path-as-is) never
 // reach another namespace. Invalid names are in test/semantics
 // (TestInvalidNames).
 func TestRawPathsWithDotSegments(t *testing.T) {

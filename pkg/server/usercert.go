@@ -1,12 +1,6 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,14 +35,14 @@ type UserKubeconfigOptions struct {
 	Validity time.Duration
 }
 
-// UserKubeconfig returns a kubeconfig (YAML) for o.User: a new ECDSA P-256
-// key and a client certificate (CN=user, O=groups, client auth) signed by
-// the data dir's CA, which the server trusts for client certificates, and
-// the cluster of the server with that CA. kubectl with it acts as the user,
-// as a kubeconfig from kube's certificate signing requests does; RBAC then
-// decides what the user may do. Nothing is written to the data dir and the
-// server need not run. Errors: a missing user, a data dir without CA, no
-// server URL (neither o.Server nor admin.kubeconfig).
+// UserKubeconfig returns a kubeconfig (YAML) for o.User: a new ECDSA P-256 key
+// and a client certificate (CN=user, O=groups, client auth, issued by
+// internal/pki) signed by the data dir's CA, which the server trusts for client
+// certificates, and the cluster of the server with that CA. kubectl with it
+// acts as the user, as a kubeconfig from kube's certificate signing requests
+// does; RBAC then decides what the user may do. Nothing is written to the data
+// dir and the server need not run. Errors: a missing user, a data dir without
+// CA, no server URL (neither o.Server nor admin.kubeconfig).
 func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	if o.User == "" {
 		return nil, errors.New("a user name is required")
@@ -64,7 +58,8 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data dir %s: CA key: %w", o.DataDir, err)
 	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw})
+	ca := &pki.KeyPair{Cert: caCert, Key: caKey}
+	caPEM := ca.CertPEM()
 	serverURL := o.Server
 	if serverURL == "" {
 		admin, err := clientcmd.LoadFromFile(filepath.Join(o.DataDir, kubeconfigFile))
@@ -81,31 +76,24 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	if validity <= 0 {
 		validity = DefaultUserCertValidity
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: pki.SerialNumber(),
-		Subject:      pkix.Name{CommonName: o.User, Organization: o.Groups},
-		NotBefore:    time.Now().Add(-5 * time.Minute),
-		NotAfter:     time.Now().Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	user, err := ca.IssueClient(pki.Spec{
+		CommonName:    o.User,
+		Organizations: o.Groups,
+		Validity:      validity,
+		Backdate:      5 * time.Minute,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("client certificate: %w", err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err := user.KeyPEM()
 	if err != nil {
 		return nil, err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["customapi"] = &clientcmdapi.Cluster{Server: serverURL, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos[o.User] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		ClientCertificateData: user.CertPEM(),
+		ClientKeyData:         keyPEM,
 	}
 	cfg.Contexts["customapi"] = &clientcmdapi.Context{Cluster: "customapi", AuthInfo: o.User, Namespace: "default"}
 	cfg.CurrentContext = "customapi"

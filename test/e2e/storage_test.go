@@ -100,10 +100,11 @@ func createCustoms(t *testing.T, srv *serverProcess, ns, origin string, first, n
 // throughputLine is the last line of `customapi storage rewrite`.
 var throughputLine = regexp.MustCompile(`rewrote (\d+) objects into \S+ in (\S+), (\d+) objects/s`)
 
-// TestStorageRewriteCommand is case E2 through the binary: customs written
-// by `serve` with JSON, then CBOR, then protobuf, stay readable by a JSON server; `storage rewrite`
-// refuses while a server owns the data dir, then reports 200 rewritten and
-// 100 already JSON, and a second run finds nothing to do.
+// TestStorageRewriteCommand: an encoding switch loses nothing, through the
+// binary: customs written by `serve` with JSON, then CBOR, then protobuf, stay
+// readable by a JSON server; `storage rewrite` refuses while a server owns the
+// data dir, then reports 200 rewritten and 100 already JSON, and a second run
+// finds nothing to do.
 func TestStorageRewriteCommand(t *testing.T) {
 	dataDir := t.TempDir()
 	const ns = "e2"

@@ -31,7 +31,7 @@ func TestKinds(t *testing.T) {
 // servesProtobuf says what the kind should answer to a protobuf Accept.
 func servesProtobuf(k kind) bool { return k.res.SupportsProtobuf() }
 
-// TestNegotiationFallsBack is case E1 for GET and LIST: an Accept list
+// TestNegotiationFallsBack: for GET and LIST, an Accept list
 // with a fallback always gets an encoding the resource supports, with a
 // Content-Type saying which.
 func TestNegotiationFallsBack(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNegotiationFallsBack(t *testing.T) {
 	}
 }
 
-// TestWatchNegotiation is case E1 for WATCH: the stream's Content-Type
+// TestWatchNegotiation: for WATCH, the stream's Content-Type
 // names its encoding and framing, and its first event decodes in it, so a
 // watch never answers 200 with an empty body.
 func TestWatchNegotiation(t *testing.T) {
@@ -144,7 +144,7 @@ func TestWatchNegotiation(t *testing.T) {
 	}
 }
 
-// TestNotAcceptable is case E1's 406: nothing acceptable exists, and the
+// TestNotAcceptable: 406 when nothing acceptable exists, and the
 // Status lists what the resource serves; protobuf alone is accepted only
 // for a type with marshallers.
 func TestNotAcceptable(t *testing.T) {
@@ -195,7 +195,7 @@ func TestNotAcceptable(t *testing.T) {
 	})
 }
 
-// TestRequestBodies is E1's request bodies: every served encoding is
+// TestRequestBodies: every served encoding is
 // accepted on POST, PUT and server-side apply (CBOR as
 // application/apply-patch+cbor); a protobuf body for a type without
 // marshallers is 415 listing the supported types, and nothing is stored.

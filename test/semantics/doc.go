@@ -24,9 +24,12 @@
 //	go test ./test/semantics -count=1 -v
 //	go test ./test/semantics -run 'TestUpdate/http/cache=off'
 //
-// The cases S1-S8 of the storage-semantics case list map to tests as
-// follows: S1 TestCreateRejectsResourceVersion, S2 TestUpdateStaleMissingNoop,
-// S3 TestDeletePreconditions, S4 TestCompactedAndImpossibleResourceVersions,
-// S5 TestInvalidNames, S6 TestFinalizersAndGracefulDeletion,
-// S7 TestServerSetMetadataWins, S8 TestObjectsOverEtcdLimit.
+// metadata_test.go holds resourceVersion on create and update
+// (TestCreateRejectsResourceVersion, TestUpdateStaleMissingNoop), delete
+// preconditions (TestDeletePreconditions), names (TestInvalidNames),
+// finalizers (TestFinalizersAndGracefulDeletion) and server-set metadata
+// (TestServerSetMetadataWins, TestServerSetMetadataWinsOnApply);
+// storage_test.go compacted and impossible resourceVersions
+// (TestCompactedAndImpossibleResourceVersions) and objects over etcd's
+// request limit (TestObjectsOverEtcdLimit).
 package semantics

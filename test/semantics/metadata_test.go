@@ -1,8 +1,7 @@
 package semantics_test
 
-// S1, S2, S3, S5, S6 and S7 of the storage-semantics case list (see doc.go):
-// resourceVersion on create and update, delete preconditions, names,
-// finalizers and server-set metadata.
+// Metadata semantics, through both doors: resourceVersion on create and update,
+// delete preconditions, names, finalizers and server-set metadata.
 
 import (
 	"fmt"
@@ -18,8 +17,8 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 )
 
-// S1: a create carrying a resourceVersion is Invalid on
-// metadata.resourceVersion and stores nothing.
+// TestCreateRejectsResourceVersion: a create carrying a resourceVersion is
+// Invalid on metadata.resourceVersion and stores nothing.
 func TestCreateRejectsResourceVersion(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))
@@ -39,8 +38,9 @@ func TestCreateRejectsResourceVersion(t *testing.T) {
 	})
 }
 
-// S2: a stale update is Conflict, one without resourceVersion Invalid, and
-// a no-op update keeps the resourceVersion and emits no watch event.
+// TestUpdateStaleMissingNoop: a stale update is Conflict, one without
+// resourceVersion Invalid, and a no-op update keeps the resourceVersion and
+// emits no watch event.
 func TestUpdateStaleMissingNoop(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))
@@ -105,8 +105,8 @@ func TestUpdateStaleMissingNoop(t *testing.T) {
 	})
 }
 
-// S3: delete preconditions on uid and resourceVersion: a mismatch is
-// Conflict and leaves the object untouched.
+// TestDeletePreconditions: delete preconditions on uid and resourceVersion: a
+// mismatch is Conflict and leaves the object untouched.
 func TestDeletePreconditions(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))
@@ -148,9 +148,10 @@ func TestDeletePreconditions(t *testing.T) {
 	})
 }
 
-// S5: invalid names are Invalid on metadata.name and store nothing; valid
-// edge cases are accepted; reads by invalid names find nothing. Raw paths
-// with dot segments are HTTP-only (pkg/server TestS5NamesAndKeyPaths):
+// TestInvalidNames: invalid names are Invalid on metadata.name and store
+// nothing; valid edge cases are accepted; reads by invalid names find
+// nothing. Raw paths with dot segments are HTTP-only (pkg/server
+// TestRawPathsWithDotSegments):
 // client-go escapes a name into one path segment.
 func TestInvalidNames(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
@@ -193,9 +194,10 @@ func shortName(s string) string {
 	return s
 }
 
-// S6: finalizers hold a deleted object: DELETE sets deletionTimestamp, a
-// second DELETE changes nothing, no finalizer may be added meanwhile, and
-// removing the last one deletes it. The watch sees MODIFIED then DELETED.
+// TestFinalizersAndGracefulDeletion: finalizers hold a deleted object: DELETE
+// sets deletionTimestamp, a second DELETE changes nothing, no finalizer may be
+// added meanwhile, and removing the last one deletes it. The watch sees
+// MODIFIED then DELETED.
 func TestFinalizersAndGracefulDeletion(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))
@@ -249,10 +251,10 @@ func TestFinalizersAndGracefulDeletion(t *testing.T) {
 	})
 }
 
-// S7: the server sets uid, creationTimestamp, deletionTimestamp and
-// generation whatever the client sends, in what create, LIST and WATCH
-// return; generation grows only with spec changes. Server-side apply is in
-// TestServerSetMetadataWinsOnApply.
+// TestServerSetMetadataWins: the server sets uid, creationTimestamp,
+// deletionTimestamp and generation whatever the client sends, in what create,
+// LIST and WATCH return; generation grows only with spec changes. Server-side
+// apply is in TestServerSetMetadataWinsOnApply.
 func TestServerSetMetadataWins(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))
@@ -329,7 +331,8 @@ func TestServerSetMetadataWins(t *testing.T) {
 	})
 }
 
-// S7 through server-side apply: an applied manifest's server-set metadata
+// TestServerSetMetadataWinsOnApply is TestServerSetMetadataWins through
+// server-side apply: an applied manifest's server-set metadata
 // is replaced as on create; a uid in it is a precondition (as in
 // kube-apiserver's handlers/patch.go), so a made-up one is Conflict.
 func TestServerSetMetadataWinsOnApply(t *testing.T) {

@@ -1,7 +1,7 @@
 package semantics_test
 
-// S4 and S8 of the storage-semantics case list (see doc.go): compacted and
-// impossible resourceVersions, and objects over etcd's request limit.
+// Storage semantics, through both doors: compacted and impossible
+// resourceVersions, and objects over etcd's request limit.
 
 import (
 	"net/http"
@@ -18,12 +18,13 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// S4: after etcd compacts, a watch from a compacted resourceVersion gets an
-// ERROR event with a 410 Expired Status and ends, an exact list there is
-// 410 Expired; a resourceVersion in the future is a Timeout (504) with
-// cause ResourceVersionTooLarge; malformed ones are BadRequest. The servers
-// behind the doors start after the compaction (as after a restart), so the
-// watch cache cannot serve the old revision from its own history.
+// TestCompactedAndImpossibleResourceVersions: after etcd compacts, a watch from
+// a compacted resourceVersion gets an ERROR event with a 410 Expired Status and
+// ends, an exact list there is 410 Expired; a resourceVersion in the future is
+// a Timeout (504) with cause ResourceVersionTooLarge; malformed ones are
+// BadRequest. The servers behind the doors start after the compaction (as after
+// a restart), so the watch cache cannot serve the old revision from its own
+// history.
 func TestCompactedAndImpossibleResourceVersions(t *testing.T) {
 	// Compaction changes etcd as a whole: use an etcd of this test's own.
 	cfg := customapitest.EmbeddedEtcd(t)
@@ -113,11 +114,11 @@ func TestCompactedAndImpossibleResourceVersions(t *testing.T) {
 	})
 }
 
-// S8: objects up to etcd's request limit (1.5 MiB) are stored and served
-// whole; larger writes are RequestEntityTooLarge (413) and change nothing.
-// The doors differ in where a 3.5 MiB create is stopped, not in the answer:
-// over HTTP the server's 3 MiB body limit rejects it before decoding, in
-// process the storage layer rejects it at etcd's limit.
+// TestObjectsOverEtcdLimit: objects up to etcd's request limit (1.5 MiB) are
+// stored and served whole; larger writes are RequestEntityTooLarge (413) and
+// change nothing. The doors differ in where a 3.5 MiB create is stopped, not in
+// the answer: over HTTP the server's 3 MiB body limit rejects it before
+// decoding, in process the storage layer rejects it at etcd's limit.
 func TestObjectsOverEtcdLimit(t *testing.T) {
 	forEachDoor(t, func(t *testing.T, d door) {
 		c := d.customs(namespace(t))

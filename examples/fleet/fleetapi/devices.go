@@ -13,6 +13,7 @@ import (
 
 // Devices declares devices.fleet.example.com/v1alpha1 (kind Device).
 var Devices = resource.Resource{
+	//lint:ignore SA1019 register-gen marks SchemeGroupVersion deprecated for metav1.GroupVersion, which has no WithKind
 	GroupVersionKind:  fleetv1alpha1.SchemeGroupVersion.WithKind("Device"),
 	Plural:            "devices",
 	ShortNames:        []string{"dev"},

@@ -11,6 +11,7 @@ import (
 // Samples declares samples.bench.customapi.io/v1, the resource of `customapi
 // bench`: namespaced, no status subresource, no validation beyond metadata.
 var Samples = resource.Resource{
+	//lint:ignore SA1019 register-gen marks SchemeGroupVersion deprecated for metav1.GroupVersion, which has no WithKind
 	GroupVersionKind:   benchv1.SchemeGroupVersion.WithKind("Sample"),
 	Plural:             "samples",
 	New:                func() runtime.Object { return &benchv1.Sample{} },

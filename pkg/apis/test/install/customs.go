@@ -16,6 +16,7 @@ import (
 // status.phase, printer columns Replicas, Phase and Message, and the
 // category all (kubectl get all lists customs).
 var Customs = resource.Resource{
+	//lint:ignore SA1019 register-gen marks SchemeGroupVersion deprecated for metav1.GroupVersion, which has no WithKind
 	GroupVersionKind:  testv1.SchemeGroupVersion.WithKind("Custom"),
 	Plural:            "customs",
 	ShortNames:        []string{"cu"},

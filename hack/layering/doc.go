@@ -1,0 +1,13 @@
+// Command layering fails when a package of the module imports one that
+// ARCHITECTURE.md's package table says it must not. The table is mirrored
+// in rules.txt beside this file (its header says how to read a rule); the
+// import graph comes from `go list` of the module's packages, without test
+// files. CI runs it as a step of .ci/run:
+//
+//	go run ./hack/layering            # from the module root
+//	go run ./hack/layering -rules hack/layering/rules.txt ./...
+//
+// It prints one line per forbidden import, naming the rule that forbids it,
+// and exits 1 if there is any; a package no rule covers is an error too, so
+// a new package gets a rule when it is added.
+package main
