@@ -26,8 +26,9 @@ func cborManifest(t *testing.T, name string, replicas any) []byte {
 }
 
 // TestApplyCBOR: the in-process door takes types.ApplyCBORPatchType as the
-// HTTP server does, and case E3 holds there: a number spec.replicas (int32)
-// cannot hold is Invalid naming it, and nothing changes.
+// HTTP server does, and refuses a number there as it refuses one in JSON: a
+// value spec.replicas (int32) cannot hold is Invalid naming it, and nothing
+// changes.
 func TestApplyCBOR(t *testing.T) {
 	e := newEnv(t, customapitest.RegistryOptions{})
 	ctx := t.Context()

@@ -232,7 +232,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	rec.LogDeleteOptions(ctx, &opts)
 	out, deleted, err := c.store.Delete(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
 	code := 0
-	//nolint:staticcheck // SA1019: the HTTP delete handler's rule for 202
+	//lint:ignore SA1019 the HTTP delete handler's rule for 202
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}

@@ -1,7 +1,8 @@
 package client_test
 
-// In-process rules of the typed client. The storage-semantics cases S1-S8
-// run through both doors in test/semantics.
+// In-process rules of the typed client. The storage semantics (keys,
+// resourceVersions, metadata, conflicts, watches) run through both doors in
+// test/semantics.
 
 import (
 	"testing"

@@ -299,14 +299,14 @@ func isExpired(obj runtime.Object) bool {
 	return ok && st.Code == 410 && st.Reason == metav1.StatusReasonExpired
 }
 
-// TestE2EncodingSwitchLosesNothing is case E2 of
-// shared/cases/controllers-and-encodings.md on the registry: 100 objects
+// TestEncodingSwitchLosesNothing switches the storage encoding of one
+// registry twice and rewrites back: 100 objects
 // written as JSON, a restart as CBOR and 100 more, a restart as protobuf
 // and 100 more, a restart as JSON: all 300 GET and LIST identically, a
 // watch from a resourceVersion of the first run sees the later objects and
 // then the rewrite, and RewriteStorage reports 200 rewritten and leaves
 // every value in JSON. The same with YAML in protobuf's place.
-func TestE2EncodingSwitchLosesNothing(t *testing.T) {
+func TestEncodingSwitchLosesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		third struct{ name, mediaType string }
@@ -320,7 +320,8 @@ func TestE2EncodingSwitchLosesNothing(t *testing.T) {
 	}
 }
 
-// testEncodingSwitch is E2 with third as the third run's encoding.
+// testEncodingSwitch is TestEncodingSwitchLosesNothing with third as the
+// third run's encoding.
 func testEncodingSwitch(t *testing.T, third struct{ name, mediaType string }) {
 	cfg, prefix := customapitest.Etcd(t)
 	ctx := t.Context()
