@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Target is a store of samples under test. Names are unique per call site;
@@ -43,4 +46,41 @@ var (
 type watchEvent struct {
 	rv string
 	at time.Time
+}
+
+// resourceVersions streams the resourceVersion of each object event of w
+// (bookmarks skipped) until w ends, sends an error event, or ctx ends; it
+// stops w then. The channel holds 1,024 versions, so a slow reader does not
+// hold back the watch at once.
+func resourceVersions(ctx context.Context, w watch.Interface) <-chan string {
+	out := make(chan string, 1024)
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			var ev watch.Event
+			var ok bool
+			select {
+			case ev, ok = <-w.ResultChan():
+			case <-ctx.Done():
+				return
+			}
+			if !ok || ev.Type == watch.Error {
+				return
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			m, err := meta.Accessor(ev.Object)
+			if err != nil {
+				return
+			}
+			select {
+			case out <- m.GetResourceVersion():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

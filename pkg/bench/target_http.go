@@ -10,9 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
 	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
@@ -112,36 +110,7 @@ func (t *httpTarget) Watch(ctx context.Context, namespace, rv string) (<-chan st
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan string, 1024)
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for {
-			var ev watch.Event
-			var ok bool
-			select {
-			case ev, ok = <-w.ResultChan():
-			case <-ctx.Done():
-				return
-			}
-			if !ok || ev.Type == watch.Error {
-				return
-			}
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			m, err := meta.Accessor(ev.Object)
-			if err != nil {
-				return
-			}
-			select {
-			case out <- m.GetResourceVersion():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	return resourceVersions(ctx, w), nil
 }
 
 // Memory reads the server's resident set size from /proc (Linux), when the

@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
 	"github.com/customapi/customapi/pkg/client"
@@ -74,25 +73,7 @@ func (t *inprocessTarget) Watch(ctx context.Context, namespace, rv string) (<-ch
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan string, 1024)
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for {
-			select {
-			case ev, ok := <-w.ResultChan():
-				if !ok || ev.Type == watch.Error {
-					return
-				}
-				if s, ok := ev.Object.(*benchv1.Sample); ok {
-					out <- s.ResourceVersion
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	return resourceVersions(ctx, w), nil
 }
 
 // Memory returns the Go heap in use after a garbage collection: this process
