@@ -118,8 +118,8 @@ func (c Config) selectResources(names []string) ([]resource.Resource, error) {
 	return out, nil
 }
 
-// NewRootCommand returns the command tree for cfg: serve, storage rewrite,
-// kubeconfig and version as subcommands of a root named cfg.Name. Errors
+// NewRootCommand returns the command tree for cfg: serve, backup, restore,
+// storage rewrite, kubeconfig and version as subcommands of a root named cfg.Name. Errors
 // are returned by Execute, not printed (SilenceErrors); Main prints them.
 // A program may add commands of its own before executing it. It fails on
 // an invalid Config (no name, no resources, repeated plurals, defaults
