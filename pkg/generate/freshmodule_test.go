@@ -125,8 +125,8 @@ var Widgets = resource.Resource{
 	OpenAPIDefinitions: openapi.GetOpenAPIDefinitions,
 }
 
-// main gives the program customapi's commands for Widgets: serve, storage
-// rewrite, kubeconfig, version.
+// main gives the program customapi's commands for Widgets: serve, backup,
+// restore, storage rewrite, kubeconfig, version.
 func main() {
 	command.Main(command.Config{Name: "widgets-server", Resources: []resource.Resource{Widgets}})
 }
