@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -269,7 +270,7 @@ func (l *inFlightSeats) handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if u, ok := genericapirequest.UserFrom(ctx); ok && sets.New(u.GetGroups()...).Has(user.SystemPrivilegedGroup) {
+		if u, ok := genericapirequest.UserFrom(ctx); ok && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
 			next.ServeHTTP(w, r)
 			return
 		}

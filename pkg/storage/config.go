@@ -95,8 +95,9 @@ type Config struct {
 // kube-apiserver polls every minute (--etcd-count-metric-poll-period); a
 // count that lags by a minute lets a server just filled with objects serve
 // a minute of LISTs charged as if the resource were empty, which is what the
-// count is for. A poll is one pass over the resource's keys in the watch
-// cache (an etcd count without it).
+// count is for. A poll is one etcd request (the current revision) and one
+// pass over the resource's keys in the watch cache (an etcd count without
+// the watch cache).
 const DefaultCountPollPeriod = 10 * time.Second
 
 // Validate returns an error naming the first invalid field: Etcd (see
