@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/customapi/customapi/pkg/printers"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -64,7 +65,7 @@ func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.
 	if !scheme.Recognizes(res.GroupVersionKind) {
 		return nil, fmt.Errorf("registry: the scheme does not know %s; build it with resource.NewScheme", res.GroupVersionKind)
 	}
-	table, err := newTableConvertor(res)
+	table, err := printers.NewTableConvertor(res)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package registry
+package printers
 
 import (
 	"bytes"
@@ -18,9 +18,8 @@ import (
 	"github.com/customapi/customapi/pkg/resource"
 )
 
-// tableConvertor renders objects as the Table `kubectl get` prints: NAME,
-// the resource's printer columns, AGE. Without printer columns it is
-// upstream's default convertor (NAME, CREATED AT).
+// tableConvertor is the rest.TableConvertor NewTableConvertor returns for a
+// resource with printer columns.
 type tableConvertor struct {
 	columns []metav1.TableColumnDefinition
 	paths   []*jsonpath.JSONPath       // nil where values[i] is set
@@ -28,7 +27,19 @@ type tableConvertor struct {
 	gr      schema.GroupResource
 }
 
-func newTableConvertor(res resource.Resource) (rest.TableConvertor, error) {
+// NewTableConvertor returns the rest.TableConvertor of res: it renders an
+// object or a list as the Table `kubectl get` prints (the server's answer
+// to Accept: application/json;as=Table;g=meta.k8s.io;v=v1). The columns
+// are NAME, then res.PrinterColumns in order, then AGE (the time since
+// creationTimestamp, as kubectl shows built-in resources, "<unknown>"
+// without one). A column's cell is its Value function's result, or else
+// its JSONPath evaluated on the object's JSON form: the value itself
+// (numbers stay numbers) for one result, the results joined by spaces for
+// several, nil for none or a missing field. Without printer columns it is
+// k8s.io/apiserver's default convertor (NAME, CREATED AT). The Table's
+// resourceVersion, continue and remainingItemCount are the list's. The
+// error names the column whose JSONPath does not parse.
+func NewTableConvertor(res resource.Resource) (rest.TableConvertor, error) {
 	if len(res.PrinterColumns) == 0 {
 		return rest.NewDefaultTableConvertor(res.GroupResource()), nil
 	}
@@ -42,7 +53,7 @@ func newTableConvertor(res resource.Resource) (rest.TableConvertor, error) {
 		if pc.Value == nil {
 			jp = jsonpath.New(pc.Name).AllowMissingKeys(true)
 			if err := jp.Parse("{" + pc.JSONPath + "}"); err != nil {
-				return nil, fmt.Errorf("registry: %s: printer column %q: %w", res.GroupResource(), pc.Name, err)
+				return nil, fmt.Errorf("printers: %s: printer column %q: %w", res.GroupResource(), pc.Name, err)
 			}
 		}
 		c.paths = append(c.paths, jp)
