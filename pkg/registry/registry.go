@@ -186,7 +186,7 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 	done := make(chan result, 1)
 	go func() {
 		r := result{stores: map[schema.GroupVersionResource]*Store{}}
-		tc, err := newTypeConverter(scheme, resources)
+		tc, err := resource.NewTypeConverter(scheme, resources...)
 		if err != nil {
 			r.err = err
 			done <- r

@@ -55,7 +55,7 @@ func (s *Store) Resource() resource.Resource { return s.res }
 // newStore builds the store of res. scheme must know res (see
 // resource.NewScheme), optsGetter is storage.Config.RESTOptionsGetter and
 // tc the server-side apply schema of the scheme's resources
-// (newTypeConverter). It returns an error for an invalid declaration or
+// (resource.NewTypeConverter). It returns an error for an invalid declaration or
 // printer column, or when the storage cannot be created. The caller calls
 // destroy when done.
 func newStore(scheme *runtime.Scheme, res resource.Resource, optsGetter generic.RESTOptionsGetter, tc managedfields.TypeConverter) (*Store, error) {

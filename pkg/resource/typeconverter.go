@@ -1,0 +1,68 @@
+package resource
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/common"
+	openapiutil "k8s.io/kube-openapi/pkg/util"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// NewTypeConverter returns the server-side apply schema of resources, built
+// as the API server builds its own (GenericAPIServer.getOpenAPIModels): the
+// OpenAPI v3 models of the resources' kinds, named by the scheme's
+// definition namer (which adds x-kubernetes-group-version-kind), turned
+// into structured-merge-diff types by managedfields.NewTypeConverter.
+// Building it is the expensive part (schema conversion of every model), so
+// one converter serves every store of a scheme (the registry builds one
+// per registry.Open). scheme is NewScheme's for the same resources. It
+// returns an error when a resource has no OpenAPIDefinitions or the
+// definitions do not describe its kind: its Go type has no OpenAPI model
+// name, or the definitions hold no model of that name.
+func NewTypeConverter(scheme *runtime.Scheme, resources ...Resource) (managedfields.TypeConverter, error) {
+	names := make([]string, 0, len(resources))
+	for _, r := range resources {
+		if r.OpenAPIDefinitions == nil {
+			return nil, fmt.Errorf("resource: %s has no OpenAPIDefinitions (generate them with openapi-gen; managedFields and server-side apply need them)", r.GroupResource())
+		}
+		if err := checkModelName(r); err != nil {
+			return nil, err
+		}
+		names = append(names, openapiutil.GetCanonicalTypeName(r.New()))
+	}
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	cfg := &common.OpenAPIV3Config{GetDefinitionName: namer.GetDefinitionName, GetDefinitions: OpenAPIDefinitionsOf(resources...)}
+	models, err := builder3.BuildOpenAPIDefinitionsForResources(cfg, names...)
+	if err != nil {
+		return nil, fmt.Errorf("resource: OpenAPI models: %w", err)
+	}
+	tc, err := managedfields.NewTypeConverter(models, false)
+	if err != nil {
+		return nil, fmt.Errorf("resource: server-side apply schema: %w", err)
+	}
+	return tc, nil
+}
+
+// checkModelName returns an error, naming the Go type and the tag to add,
+// when r's type has no OpenAPI model name (the OpenAPIModelName method that
+// openapi-gen writes for a package tagged +k8s:openapi-model-package) or
+// r's OpenAPIDefinitions hold no model of that name. Without them
+// server-side apply fails at the first write ("no corresponding type") and
+// kubectl explain finds nothing, so NewTypeConverter (and with it
+// registry.Open) refuses the resource instead.
+func checkModelName(r Resource) error {
+	obj := r.New()
+	namer, ok := obj.(interface{ OpenAPIModelName() string })
+	if !ok {
+		return fmt.Errorf("resource: %s: Go type %T has no OpenAPI model name: add // +k8s:openapi-model-package=<reverse-dns-of-group>.<version> to its package's doc.go and regenerate (customapi-gen)", r.GroupResource(), obj)
+	}
+	defs := r.OpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
+	if _, ok := defs[namer.OpenAPIModelName()]; !ok {
+		return fmt.Errorf("resource: %s: its OpenAPIDefinitions have no model %q for Go type %T: regenerate them (customapi-gen) or set OpenAPIDefinitions to the package generated for this group", r.GroupResource(), namer.OpenAPIModelName(), obj)
+	}
+	return nil
+}
