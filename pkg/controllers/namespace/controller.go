@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	watchtools "k8s.io/client-go/tools/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
@@ -146,12 +147,18 @@ func (c *Controller) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return registry.ForEachEvent(ctx, w, func(ev watch.Event) error {
-		if ev.Type == watch.Added || ev.Type == watch.Modified {
+	// Until the watch ends, ctx ends (the caller checks ctx) or an Error
+	// event (410 Gone for a compacted resourceVersion) asks for a new list.
+	_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
+		switch ev.Type {
+		case watch.Error:
+			return false, apierrors.FromObject(ev.Object)
+		case watch.Added, watch.Modified:
 			c.enqueue(ev.Object)
 		}
-		return nil
+		return false, nil
 	})
+	return err
 }
 
 func (c *Controller) enqueue(obj runtime.Object) {

@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/rbac"
-	"github.com/customapi/customapi/pkg/registry"
 )
 
 // RunAggregation keeps the rules of every ClusterRole with an aggregationRule equal to the union of the rules
@@ -54,11 +54,14 @@ func (a *API) watchAndAggregate(ctx context.Context, src *registrySource, rv str
 	if err != nil {
 		return err
 	}
-	err = registry.ForEachEvent(ctx, w, func(watch.Event) error {
+	_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Error {
+			return false, apierrors.FromObject(ev.Object)
+		}
 		_, err := a.AggregateOnce(ctx)
-		return err
+		return false, err
 	})
-	if errors.Is(err, registry.ErrWatchClosed) {
+	if errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
 		return nil
 	}
 	return err
