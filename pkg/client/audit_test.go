@@ -140,7 +140,7 @@ func TestAuditInProcess(t *testing.T) {
 			t.Errorf("%s: responseStatus %+v, want %d", w.verb, last.ResponseStatus, w.code)
 		case (last.RequestObject != nil) != w.reqObj || (last.ResponseObject != nil) != w.respObj:
 			t.Errorf("%s: requestObject %v responseObject %v, want %v %v", w.verb, last.RequestObject != nil, last.ResponseObject != nil, w.reqObj, w.respObj)
-		case last.UserAgent != registry.InProcessUserAgent || len(last.SourceIPs) != 0:
+		case last.UserAgent != client.InProcessUserAgent || len(last.SourceIPs) != 0:
 			t.Errorf("%s: userAgent %q sourceIPs %v", w.verb, last.UserAgent, last.SourceIPs)
 		}
 	}
