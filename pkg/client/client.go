@@ -32,7 +32,7 @@ type ObjectList interface {
 // Namespace). It is safe for concurrent use.
 type Client[T Object, L ObjectList] struct {
 	store     *registry.Store
-	audit     registry.Audit // the registry's (Registry.Audit), for audit.go
+	audit     registry.Audit // the registry's policy and sink (Registry.Audit), for startAudit
 	namespace string
 	manager   string
 }
