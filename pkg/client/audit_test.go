@@ -91,6 +91,11 @@ func TestAuditInProcess(t *testing.T) {
 	if _, err := e.c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	for range 2 { // creates c2 (201, as over HTTP), then applies to it (200)
+		if _, err := e.c.Apply(ctx, applyConfig("c2", 2), metav1.ApplyOptions{FieldManager: "bob-apply"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := e.c.Get(ctx, "missing", metav1.GetOptions{}); err == nil {
 		t.Fatal("get of a missing object succeeded")
 	}
@@ -112,6 +117,8 @@ func TestAuditInProcess(t *testing.T) {
 		{"watch", "", "bob", http.StatusOK, 3, false, false},
 		{"update", "c1", "bob", http.StatusOK, 2, true, true},
 		{"patch", "c1", "bob", http.StatusOK, 2, true, true},
+		{"patch", "c2", "bob", http.StatusCreated, 2, true, true},
+		{"patch", "c2", "bob", http.StatusOK, 2, true, true},
 		{"get", "missing", "bob", http.StatusNotFound, 2, false, true},
 		{"list", "", "bob", http.StatusOK, 2, false, true},
 		{"delete", "c1", "", http.StatusOK, 2, true, true},
@@ -140,11 +147,11 @@ func TestAuditInProcess(t *testing.T) {
 			t.Errorf("%s: responseStatus %+v, want %d", w.verb, last.ResponseStatus, w.code)
 		case (last.RequestObject != nil) != w.reqObj || (last.ResponseObject != nil) != w.respObj:
 			t.Errorf("%s: requestObject %v responseObject %v, want %v %v", w.verb, last.RequestObject != nil, last.ResponseObject != nil, w.reqObj, w.respObj)
-		case last.UserAgent != registry.InProcessUserAgent || len(last.SourceIPs) != 0:
+		case last.UserAgent != client.InProcessUserAgent || len(last.SourceIPs) != 0:
 			t.Errorf("%s: userAgent %q sourceIPs %v", w.verb, last.UserAgent, last.SourceIPs)
 		}
 	}
-	if nf := byID[order[4]]; nf[1].ResponseStatus.Reason != metav1.StatusReasonNotFound {
+	if nf := byID[order[6]]; nf[1].ResponseStatus.Reason != metav1.StatusReasonNotFound {
 		t.Errorf("get of a missing object: reason %q, want NotFound", nf[1].ResponseStatus.Reason)
 	}
 }

@@ -32,6 +32,7 @@ type ObjectList interface {
 // Namespace). It is safe for concurrent use.
 type Client[T Object, L ObjectList] struct {
 	store     *registry.Store
+	audit     registry.Audit // the registry's policy and sink (Registry.Audit), for startAudit
 	namespace string
 	manager   string
 }
@@ -58,9 +59,10 @@ func WithFieldManager(name string) Option {
 // manager through either door.
 var DefaultFieldManager = registry.FieldManagerFromUserAgent(restclient.DefaultKubernetesUserAgent())
 
-// newClient returns a client of the store's resource. It returns an error
-// if the resource's New and NewList do not return a T and an L.
-func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*Client[T, L], error) {
+// newClient returns a client of the store's resource, audited with cfg.
+// It returns an error if the resource's New and NewList do not return a T
+// and an L.
+func newClient[T Object, L ObjectList](store *registry.Store, cfg registry.Audit, opts ...Option) (*Client[T, L], error) {
 	if _, ok := store.Resource().New().(T); !ok {
 		var t T
 		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource().GroupResource(), store.Resource().New(), t)
@@ -73,7 +75,7 @@ func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Client[T, L]{store: store, manager: o.manager}, nil
+	return &Client[T, L]{store: store, audit: cfg, manager: o.manager}, nil
 }
 
 // Namespace returns a client bound to namespace ns. For a namespaced
@@ -81,7 +83,7 @@ func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*
 // accept and the other calls reject with BadRequest. For a cluster-scoped
 // resource the namespace must stay "".
 func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
-	return &Client[T, L]{store: c.store, namespace: ns, manager: c.manager}
+	return &Client[T, L]{store: c.store, audit: c.audit, namespace: ns, manager: c.manager}
 }
 
 // Create stores a new object and returns it as stored, with uid,
@@ -99,13 +101,13 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 		return zero, err
 	}
 	opts.FieldValidation = strictByDefault(opts.FieldValidation)
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "create", Namespace: caller.Namespace, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "create", namespace: caller.Namespace, options: &opts})
 	if err != nil {
 		return zero, err
 	}
-	rec.LogRequestObject(ctx, obj)
+	rec.logRequestObject(ctx, obj)
 	out, err := c.store.Create(ctx, caller, obj, opts)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -119,12 +121,12 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "get", Namespace: c.namespace, Name: name, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "get", namespace: c.namespace, name: name, options: &opts})
 	if err != nil {
 		return zero, err
 	}
 	out, err := c.store.Get(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -142,12 +144,12 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "list", Namespace: c.namespace, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "list", namespace: c.namespace, options: &opts})
 	if err != nil {
 		return zero, err
 	}
 	out, err := c.store.List(ctx, registry.Caller{Namespace: c.namespace}, opts)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -166,16 +168,16 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 		return nil, err
 	}
 	opts.Watch = true
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "watch", Namespace: c.namespace, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "watch", namespace: c.namespace, options: &opts})
 	if err != nil {
 		return nil, err
 	}
 	w, err := c.store.Watch(ctx, registry.Caller{Namespace: c.namespace}, opts)
 	if err != nil {
-		rec.Complete(ctx, 0, nil, err)
+		rec.complete(ctx, 0, nil, err)
 		return nil, err
 	}
-	return rec.Watch(ctx, watch.Filter(w, ownEventObject)), nil
+	return rec.watch(ctx, watch.Filter(w, ownEventObject)), nil
 }
 
 // Update replaces the object (spec, labels, annotations, finalizers...) if
@@ -203,13 +205,13 @@ func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav
 		return zero, err
 	}
 	opts.FieldValidation = strictByDefault(opts.FieldValidation)
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "update", Namespace: caller.Namespace, Name: obj.GetName(), Subresource: sub, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "update", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &opts})
 	if err != nil {
 		return zero, err
 	}
-	rec.LogRequestObject(ctx, obj)
+	rec.logRequestObject(ctx, obj)
 	out, err := c.store.Update(ctx, caller, obj, opts, sub)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -225,18 +227,18 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	if err != nil {
 		return err
 	}
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "delete", Namespace: c.namespace, Name: name})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "delete", namespace: c.namespace, name: name})
 	if err != nil {
 		return err
 	}
-	rec.LogDeleteOptions(ctx, &opts)
+	rec.logDeleteOptions(ctx, &opts)
 	out, deleted, err := c.store.Delete(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
 	code := 0
 	//lint:ignore SA1019 the HTTP delete handler's rule for 202
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
-	rec.Complete(ctx, code, out, err)
+	rec.complete(ctx, code, out, err)
 	return err
 }
 
@@ -247,13 +249,13 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "deletecollection", Namespace: c.namespace, Options: &listOpts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "deletecollection", namespace: c.namespace, options: &listOpts})
 	if err != nil {
 		return err
 	}
-	rec.LogDeleteOptions(ctx, &opts)
+	rec.logDeleteOptions(ctx, &opts)
 	out, err := c.store.DeleteCollection(ctx, registry.Caller{Namespace: c.namespace}, opts, listOpts)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	return err
 }
 

@@ -19,7 +19,7 @@
 // and sink (registry.Config.Audit; a server passes those of its --audit-*
 // flags): same policy, same stages and fields as the same request over
 // HTTP, with the user of the context (k8s.io/apiserver/pkg/endpoints/request
-// .WithUser), userAgent registry.InProcessUserAgent and no source IPs.
+// .WithUser), userAgent InProcessUserAgent and no source IPs.
 //
 // Objects returned by the client are the caller's to modify: they are never
 // shared with the watch cache.

@@ -35,13 +35,13 @@ func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchTyp
 		return zero, err
 	}
 	opts.FieldValidation = strictByDefault(opts.FieldValidation)
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "patch", Namespace: caller.Namespace, Name: name, Subresource: sub, Options: &opts})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: name, subresource: sub, options: &opts})
 	if err != nil {
 		return zero, err
 	}
-	rec.LogRequestPatch(ctx, pt, data)
+	rec.logRequestPatch(ctx, pt, data)
 	out, err := c.store.Patch(ctx, caller, name, pt, data, opts, sub)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -83,15 +83,15 @@ func (c *Client[T, L]) apply(ctx context.Context, obj *unstructured.Unstructured
 	}
 	po := opts.ToPatchOptions()
 	po.FieldValidation = strictByDefault(po.FieldValidation)
-	ctx, rec, err := c.store.StartAudit(ctx, registry.AuditRequest{Verb: "patch", Namespace: caller.Namespace, Name: obj.GetName(), Subresource: sub, Options: &po})
+	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &po})
 	if err != nil {
 		return zero, err
 	}
 	if js, err := obj.MarshalJSON(); err == nil {
-		rec.LogRequestPatch(ctx, types.ApplyYAMLPatchType, js)
+		rec.logRequestPatch(ctx, types.ApplyYAMLPatchType, js)
 	}
 	out, err := c.store.Apply(ctx, caller, obj, po, sub)
-	rec.Complete(ctx, 0, out, err)
+	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}

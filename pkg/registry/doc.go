@@ -56,11 +56,11 @@
 // stores the HTTP server installs (Store.RESTStorage). It is the only
 // in-process way to the stores, so no write skips managedFields.
 //
-// Config.Audit is the audit policy and sink of in-process requests: the
-// client opens each request's event with Store.StartAudit and completes it
-// with AuditedRequest.Complete, built with k8s.io/apiserver's audit helpers
-// at the points where upstream's HTTP handlers call them, so that a request
-// gets the same audit.k8s.io/v1 event through either door (audit.go).
+// Config.Audit is the audit policy and sink of in-process requests; the
+// registry only hands it to the in-process client (Registry.Audit), which
+// audits its own calls (pkg/client). WithCreatedReport tells it when an
+// update or apply created its object (201), and Store.Codecs encodes the
+// events' objects.
 //
 // See the Example functions (example_test.go; they run as tests).
 package registry

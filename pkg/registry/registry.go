@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/registry/generic"
 
 	"github.com/customapi/customapi/pkg/etcd"
@@ -46,10 +47,33 @@ type Config struct {
 	// Open has returned: stores and the namespace controller read it).
 	AddToScheme []func(*runtime.Scheme) error
 	// Audit is the audit policy and sink of in-process requests (see
-	// Audit and Store.StartAudit); a server passes the ones of its
-	// --audit-* flags, so both doors log the same events. Zero: in-process
-	// requests are not audited.
+	// Audit; pkg/client audits its calls with them); a server passes the
+	// ones of its --audit-* flags, so both doors log the same events.
+	// Zero: in-process requests are not audited.
 	Audit Audit
+}
+
+// Audit is where the in-process door (pkg/client) sends the audit events
+// of its requests: the policy and the sink the HTTP server's audit filter
+// uses (k8s.io/apiserver's genericapiserver.Config AuditPolicyRuleEvaluator
+// and AuditBackend), so that a request gets the same event through either
+// door. Both must be set for requests to be audited; the zero value audits
+// nothing.
+//
+// The registry only hands them over (Registry.Audit): whoever built the
+// sink runs and shuts it down (audit.Backend's Run and Shutdown; the
+// server does it for the backends of its --audit-* flags).
+type Audit struct {
+	// Policy evaluates each request's attributes to a level (None,
+	// Metadata, Request, RequestResponse) and the stages to omit, for
+	// example policy.NewPolicyRuleEvaluator of an audit.k8s.io/v1 Policy
+	// read with policy.LoadPolicyFromFile.
+	Policy audit.PolicyRuleEvaluator
+	// Sink receives the events (an audit.Backend such as the log or
+	// webhook plugins of k8s.io/apiserver/plugin/pkg/audit). A Sink whose
+	// ProcessEvents returns false for the RequestReceived stage fails the
+	// request with 500, as the HTTP filter does (blocking-strict mode).
+	Sink audit.Sink
 }
 
 // Validate returns an error naming the first invalid field: Storage (see
@@ -79,6 +103,7 @@ type Registry struct {
 	etcdCheck func() error
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
 	stop      chan struct{}             // closed by Close: ends the etcd check
+	audit     Audit                     // Config.Audit
 
 	// stopControllers ends the RegistryHooks' Run loops (controllers);
 	// controllers is done when they have returned. Set by openHooks.
@@ -132,6 +157,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		stores:    map[schema.GroupVersionResource]*Store{},
 		storage:   cfg.Storage.WithDefaults(),
 		stop:      make(chan struct{}),
+		audit:     cfg.Audit,
 	}
 	defer func() {
 		if err != nil {
@@ -158,9 +184,6 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 			return nil, fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
 		}
 		return nil, err
-	}
-	for _, st := range r.stores {
-		st.audit = cfg.Audit
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
@@ -326,6 +349,11 @@ func (r *Registry) Resources() []resource.Resource {
 // Scheme returns the scheme of the resources (see resource.NewScheme), for
 // encoders and HTTP clients. Do not add types to it.
 func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
+
+// Audit returns the audit policy and sink of in-process requests the
+// registry was opened with (Config.Audit; zero: not audited), for the
+// in-process client.
+func (r *Registry) Audit() Audit { return r.audit }
 
 // EtcdConfig returns the etcd the registry stores in (the embedded one's
 // client configuration when Open started it), for raw reads.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -36,6 +37,28 @@ type Caller struct {
 	// the options name none; over HTTP it is the User-Agent up to its first
 	// "/" (see FieldManagerFromUserAgent). Reads and deletes ignore it.
 	DefaultManager string
+}
+
+// createdKey is the context key of WithCreatedReport's flag.
+type createdKey struct{}
+
+// WithCreatedReport returns ctx for a call of Store.Update, Patch or Apply
+// and a function that reports, once the call has returned, whether it
+// created the object (an update or apply of a missing object, which the
+// HTTP handlers answer with 201 Created instead of 200). The in-process
+// client uses it for the code of its audit events; the stores' signatures
+// stay those of client-go.
+func WithCreatedReport(ctx context.Context) (context.Context, func() bool) {
+	created := new(atomic.Bool)
+	return context.WithValue(ctx, createdKey{}, created), created.Load
+}
+
+// markCreated notes for WithCreatedReport that the call of ctx created its
+// object.
+func markCreated(ctx context.Context, created bool) {
+	if flag, ok := ctx.Value(createdKey{}).(*atomic.Bool); ok && created {
+		flag.Store(true)
+	}
 }
 
 // writeLayer is what the in-process request layer adds to the generic

@@ -185,14 +185,6 @@ func nameOf(obj runtime.Object) string {
 	return ""
 }
 
-// namespaceInPath reports whether requests for the objects of res carry
-// the object's name as their namespace: k8s.io/apiserver's RequestInfo
-// reads /namespaces/NAME at the start of a resource path as the namespace
-// NAME, so a request for the object NAME of a resource named "namespaces"
-// (/api/v1/namespaces/NAME) has NAME as its namespace too. The in-process
-// door's audit events follow it.
-func namespaceInPath(res resource.Resource) bool { return res.Plural == "namespaces" }
-
 // statusREST is the status subresource: get, update and patch only.
 type statusREST struct {
 	store *genericregistry.Store

@@ -43,14 +43,16 @@ type Store struct {
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
 	writes *writeLayer
-
-	// audit is where in-process requests' audit events go (StartAudit);
-	// set by Open.
-	audit Audit
 }
 
 // Resource returns the declaration the store was built from.
 func (s *Store) Resource() resource.Resource { return s.res }
+
+// Codecs returns the serializers of the store's scheme (the registry's
+// one codec factory of the in-process request layer), for what encodes the
+// store's objects as the HTTP server does, such as the in-process client's
+// audit events (k8s.io/apiserver/pkg/audit.LogRequestObject).
+func (s *Store) Codecs() runtime.NegotiatedSerializer { return s.writes.codecs }
 
 // newStore builds the store of res. scheme must know res (see
 // resource.NewScheme), optsGetter is storage.Config.RESTOptionsGetter and
