@@ -21,9 +21,9 @@ import (
 
 // Patch patches the object name (sub "") or its status (sub "status") as
 // kube-apiserver's patch handler does (handlers/patch.go), without HTTP:
-// the object patch.For computes for every patch type (JSON, merge and
-// strategic merge patch, apply YAML and CBOR, with their field validation
-// and number checks) is written by the generic store's update. A
+// patch.For computes the patched object for every patch type (JSON, merge
+// and strategic merge patch, apply YAML and CBOR, with their field
+// validation and number checks) and the generic store's update writes it. A
 // types.ApplyYAMLPatchType or ApplyCBORPatchType patch is server-side
 // apply for opts.FieldManager (required), creating the object if it does
 // not exist; other patches record an Update entry in managedFields for
