@@ -8,11 +8,13 @@
 //     map[string]any): runtime.DefaultUnstructuredConverter stores
 //     10000000000 into an int32 as 1410065408, where a typed JSON decode
 //     (sigs.k8s.io/json) refuses it;
+//   - CheckYAML is Check for a JSON or YAML body, decoded keeping each
+//     number's literal;
 //   - CheckProtobuf walks a protobuf message: go-to-protobuf's generated
 //     Unmarshal keeps a varint's low bits.
 //
-// Both report field.Invalid errors at the fields' JSON paths
+// All report field.Invalid errors at the fields' JSON paths
 // (spec.replicas), which the callers turn into 422 Invalid: the HTTP
 // server's number filter (pkg/server) and the in-process patch and apply
-// of pkg/registry.
+// (pkg/patch).
 package numbers

@@ -52,7 +52,8 @@
 // DeleteCollection are the in-process request layer (request.go, patch.go,
 // update.go): what kube-apiserver's handlers do below HTTP (option
 // validation, list options and selectable fields, namespace checks,
-// managedFields, patch mechanisms, the answers' Status errors), on the same
+// managedFields, the patch mechanisms of package pkg/patch, the answers'
+// Status errors), on the same
 // stores the HTTP server installs (Store.RESTStorage). It is the only
 // in-process way to the stores, so no write skips managedFields.
 //

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"sigs.k8s.io/yaml"
 
 	"github.com/customapi/customapi/pkg/numbers"
 	"github.com/customapi/customapi/pkg/registry"
@@ -289,7 +287,7 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(data))
-		if errs := decode(data, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
+		if errs := decode(nil, data, reflect.TypeOf(st.Resource().New())); len(errs) != 0 {
 			err := apierrors.NewInvalid(st.Resource().GroupVersionKind.GroupKind(), info.Name, errs)
 			responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{}, w, req)
 			return
@@ -298,28 +296,20 @@ func withNumberCheck(next http.Handler, stores func(schema.GroupVersionResource)
 	})
 }
 
-// numberChecker checks the numbers of a body for an object of a Go type;
-// a body that does not decode has none (the handler refuses it).
-type numberChecker func(data []byte, goType reflect.Type) field.ErrorList
+// numberChecker checks the numbers of a body for an object of a Go type,
+// reporting them under path; a body that does not decode has none (the
+// handler refuses it).
+type numberChecker func(path *field.Path, data []byte, goType reflect.Type) field.ErrorList
 
 // numberCheckDecoder returns how withNumberCheck checks a body of the
 // method and media type, and false for the bodies it leaves alone.
 func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
-	untyped := func(decode func([]byte) (map[string]any, bool)) numberChecker {
-		return func(data []byte, goType reflect.Type) field.ErrorList {
-			content, ok := decode(data)
-			if !ok {
-				return nil
-			}
-			return numbers.Check(nil, content, goType)
-		}
-	}
 	switch {
 	case method == http.MethodPatch && (mediaType == string(types.ApplyYAMLPatchType) || mediaType == string(types.StrategicMergePatchType) || mediaType == string(types.MergePatchType)):
-		return untyped(decodeUntyped), true
+		return numbers.CheckYAML, true
 	case method == http.MethodPatch && mediaType == string(types.ApplyCBORPatchType),
 		(method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeCBOR:
-		return untyped(decodeCBOR), true
+		return checkCBORBody, true
 	case (method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeProtobuf:
 		return checkProtobufBody, true
 	}
@@ -332,7 +322,7 @@ var protobufPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
 // checkProtobufBody checks the object in a Kubernetes protobuf envelope
 // (numbers.CheckProtobuf).
-func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
+func checkProtobufBody(path *field.Path, data []byte, goType reflect.Type) field.ErrorList {
 	if !bytes.HasPrefix(data, protobufPrefix) {
 		return nil
 	}
@@ -340,33 +330,18 @@ func checkProtobufBody(data []byte, goType reflect.Type) field.ErrorList {
 	if err := unk.Unmarshal(data[len(protobufPrefix):]); err != nil {
 		return nil
 	}
-	return numbers.CheckProtobuf(nil, unk.Raw, goType)
+	return numbers.CheckProtobuf(path, unk.Raw, goType)
 }
 
-// decodeCBOR decodes a CBOR object as k8s.io/apimachinery does (integers
-// as int64, floats as float64, byte and text strings as string).
-func decodeCBOR(data []byte) (map[string]any, bool) {
-	var out map[string]any
-	if err := cbordirect.Unmarshal(data, &out); err != nil {
-		return nil, false
+// checkCBORBody checks a CBOR object decoded as k8s.io/apimachinery
+// decodes it (integers as int64, floats as float64, byte and text strings
+// as string).
+func checkCBORBody(path *field.Path, data []byte, goType reflect.Type) field.ErrorList {
+	var content map[string]any
+	if err := cbordirect.Unmarshal(data, &content); err != nil {
+		return nil
 	}
-	return out, true
-}
-
-// decodeUntyped decodes a JSON or YAML object keeping numbers' literals
-// (json.Number).
-func decodeUntyped(data []byte) (map[string]any, bool) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, false
-	}
-	d := json.NewDecoder(bytes.NewReader(js))
-	d.UseNumber()
-	var out map[string]any
-	if err := d.Decode(&out); err != nil {
-		return nil, false
-	}
-	return out, true
+	return numbers.Check(path, content, goType)
 }
 
 // readCloser reads from one reader and closes another.
