@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -13,10 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit"
@@ -25,6 +22,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/util/apihelpers"
 
+	"github.com/customapi/customapi/pkg/patch"
 	"github.com/customapi/customapi/pkg/registry"
 )
 
@@ -190,34 +188,16 @@ func (a *auditedRequest) logDeleteOptions(ctx context.Context, opts *metav1.Dele
 
 // logRequestPatch records a patch body of type pt as the request object
 // (levels Request and RequestResponse), in JSON as upstream's patch
-// handler records it (auditPatchJSON). A body that does not transcode is
-// not recorded (the patch fails with 400 anyway).
+// handler records it (patch.ToJSON: YAML and CBOR apply bodies are
+// transcoded). A body that does not transcode is not recorded: the patch
+// fails with 400, or 415 for an unknown patch type, whose body the HTTP
+// server refuses before recording it too.
 func (a *auditedRequest) logRequestPatch(ctx context.Context, pt types.PatchType, data []byte) {
 	if a == nil {
 		return
 	}
-	if js, ok := auditPatchJSON(pt, data); ok {
+	if js, err := patch.ToJSON(pt, data); err == nil {
 		audit.LogRequestPatch(ctx, js)
-	}
-}
-
-// auditPatchJSON is a patch body of type pt in JSON: YAML and CBOR apply
-// bodies are transcoded, the other types must be JSON already. false: the
-// body is not valid for its type.
-func auditPatchJSON(pt types.PatchType, data []byte) ([]byte, bool) {
-	switch pt {
-	case types.ApplyYAMLPatchType:
-		js, err := utilyaml.ToJSON(data)
-		return js, err == nil
-	case types.ApplyCBORPatchType:
-		var v any
-		if err := cbordirect.Unmarshal(data, &v); err != nil {
-			return nil, false
-		}
-		js, err := json.Marshal(v)
-		return js, err == nil
-	default:
-		return data, json.Valid(data)
 	}
 }
 
