@@ -29,7 +29,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	"k8s.io/component-base/compatibility"
 
@@ -215,15 +214,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	o.Debug.applyTo(gc)
 	s.applyAudit(gc)
 
-	serving := genericoptions.NewSecureServingOptions()
-	serving.BindAddress = o.BindAddress
-	serving.BindPort = o.SecurePort
-	serving.Listener = o.Listener
-	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
-	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
-	o.TLS.applyTo(serving)
-	if err := serving.ApplyTo(&gc.SecureServing); err != nil {
-		return nil, nil, fmt.Errorf("server: serving: %w", err)
+	if err := o.Serving.applyTo(gc, o.DataDir); err != nil {
+		return nil, nil, err
 	}
 	loopback, err := applyLoopback(gc.SecureServing)
 	if err != nil {
@@ -244,8 +236,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		return nil, nil, fmt.Errorf("server: client CA: %w", err)
 	}
 	var clientCA dynamiccertificates.CAContentProvider = ca
-	if o.ClientCAFile != "" {
-		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.ClientCAFile)
+	if o.Authentication.ClientCAFile != "" {
+		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.Authentication.ClientCAFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("server: --client-ca-file: %w", err)
 		}
@@ -297,8 +289,8 @@ func (s *Server) authenticator(serverID string) (authenticator.Request, error) {
 		return nil, fmt.Errorf("server: admin token: %w", err)
 	}
 	handlers := []authenticator.Token{tokens}
-	if o.TokenAuthFile != "" {
-		extra, err := tokenfile.NewCSV(o.TokenAuthFile)
+	if o.Authentication.TokenAuthFile != "" {
+		extra, err := tokenfile.NewCSV(o.Authentication.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("server: --token-auth-file: %w", err)
 		}
