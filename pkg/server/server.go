@@ -34,6 +34,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
@@ -330,7 +331,7 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 			info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{}
 		}
 		st, _ := s.registry.Store(r.GroupVersionResource())
-		for path, st := range st.RESTStorage() {
+		for path, st := range restaccess.RESTStorage(st) {
 			info.VersionedResourcesStorageMap[v][path] = st
 		}
 	}
