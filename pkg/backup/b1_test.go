@@ -196,8 +196,8 @@ func TestB1RestoreNeverSendsWatchersBackInTime(t *testing.T) {
 func serve(t *testing.T, l net.Listener, dataDir string) *customapitest.Server {
 	t.Helper()
 	return customapitest.StartWithOptions(t, func(o *server.Options) {
-		_ = o.Listener.Close()
-		o.Listener = l
+		_ = o.Serving.Listener.Close()
+		o.Serving.Listener = l
 		if dataDir != "" {
 			o.DataDir = dataDir
 		}

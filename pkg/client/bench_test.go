@@ -17,6 +17,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // benchGoroutines is how many goroutines RunParallel uses (GOMAXPROCS x
@@ -38,7 +39,7 @@ func newBenchEnv(b *testing.B) benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.Close)
-	reg := customapitest.OpenRegistry(b, customapitest.RegistryOptions{Etcd: e.ClientConfig(), Prefix: "/registry"}, install.Customs)
+	reg := customapitest.OpenRegistry(b, customapitest.RegistryOptions{Storage: storage.Config{Etcd: e.ClientConfig(), Prefix: "/registry"}}, install.Customs)
 	cfg := reg.Etcd
 	prefix := reg.Prefix
 	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)

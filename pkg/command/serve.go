@@ -22,7 +22,7 @@ func newServeCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
 	// The command's default is RBAC, where the library's is AlwaysAllow.
-	opts.AuthorizationMode = server.AuthorizationRBAC
+	opts.Authorization.Mode = server.AuthorizationRBAC
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries

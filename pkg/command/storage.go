@@ -28,7 +28,7 @@ func newStorageRewriteCommand(cfg Config) *cobra.Command {
 	opts.DataDir = cfg.dataDir()
 	opts.WatchCache = false // nothing is served: read etcd directly
 	// serve's default: the RBAC objects are stored, and rewritten, too.
-	opts.AuthorizationMode = server.AuthorizationRBAC
+	opts.Authorization.Mode = server.AuthorizationRBAC
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries
 	var workers int

@@ -100,7 +100,7 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 	if err != nil {
 		return nil, err
 	}
-	o.Listener = l
+	o.Serving.Listener = l
 	if opts.Configure != nil {
 		opts.Configure(o)
 	}

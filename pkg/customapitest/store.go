@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/apiserver/pkg/storage/value"
-
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
@@ -26,17 +24,13 @@ func tempDir() (string, func() error, error) {
 // RegistryOptions adjusts OpenRegistry and NewRegistry. The zero value
 // stores JSON with the watch cache on, in a test etcd (see NewRegistry).
 type RegistryOptions struct {
-	// Etcd and Prefix, when Etcd has endpoints, are used as they are (the
-	// caller owns the prefix).
-	Etcd   etcd.ClientConfig
-	Prefix string
-	// DisableWatchCache reads from etcd directly.
-	DisableWatchCache bool
-	// MediaType is the storage encoding; "" means JSON.
-	MediaType string
-	// Transformers encrypt values at rest (registry.Config.Storage.Transformers);
-	// nil: none.
-	Transformers value.ResourceTransformers
+	// Storage is the registry's storage configuration
+	// (registry.Config.Storage): media type, watch cache, transformers
+	// (encryption at rest), timeouts. When Storage.Etcd has endpoints,
+	// Storage.Etcd and Storage.Prefix are used as they are (the caller owns
+	// the prefix); without, NewRegistry replaces both with a test etcd and
+	// a prefix of its own.
+	Storage storage.Config
 	// Audit is where in-process requests' audit events go
 	// (registry.Config.Audit); zero: not audited.
 	Audit registry.Audit
@@ -67,14 +61,14 @@ func (r *Registry) Close() error {
 }
 
 // NewRegistry opens a registry of resources for tests without a
-// testing.TB (TestMain). Without opts.Etcd it stores in
+// testing.TB (TestMain). Without opts.Storage.Etcd it stores in
 // CUSTOMAPI_TEST_ETCD_SERVERS under a random prefix of its own (deleted by
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Storage: storage.Config{Etcd: opts.Etcd, Prefix: opts.Prefix, MediaType: opts.MediaType, DisableWatchCache: opts.DisableWatchCache, Transformers: opts.Transformers}, Audit: opts.Audit}
+	rc := registry.Config{Storage: opts.Storage, Audit: opts.Audit}
 	var cleanup []func() error
-	if len(opts.Etcd.Endpoints) == 0 {
+	if len(opts.Storage.Etcd.Endpoints) == 0 {
 		prefix, err := newPrefix()
 		if err != nil {
 			return nil, err

@@ -53,9 +53,10 @@
 // update.go): what kube-apiserver's handlers do below HTTP (option
 // validation, list options and selectable fields, namespace checks,
 // managedFields, the patch mechanisms of package pkg/patch, the answers'
-// Status errors), on the same stores the HTTP server installs
-// (Store.RESTStorage). It is the only in-process way to the stores, so no
-// write skips managedFields.
+// Status errors), on the same stores the HTTP server installs (their REST
+// storage, which the server alone reaches, through internal/restaccess).
+// It is the only in-process way to the stores, so no write skips
+// managedFields.
 //
 // Config.Audit is the audit policy and sink of in-process requests; the
 // registry only hands it to the in-process client (Registry.Audit), which

@@ -23,6 +23,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
@@ -118,7 +119,7 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	const ns = "k1"
 	ttl := time.Hour
 	open := func(content string) (*customapitest.Registry, *client.Client[*corev1.Secret, *corev1.SecretList], *client.Client[*testv1.Custom, *testv1.CustomList], *client.Client[*eventsv1.Event, *eventsv1.EventList]) {
-		reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, DisableWatchCache: true, Transformers: loadTransformers(t, content)},
+		reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, DisableWatchCache: true, Transformers: loadTransformers(t, content)}},
 			batteries.Secrets, install.Customs, batteries.CoreEvents(ttl), batteries.Events(ttl))
 		secrets, err := client.For[*corev1.Secret, *corev1.SecretList](reg.Registry, batteries.Secrets)
 		if err != nil {
@@ -233,8 +234,8 @@ func TestEncryptionKeyRotation(t *testing.T) {
 func TestRewriteReportsUndecryptableValues(t *testing.T) {
 	cfg := customapitest.EmbeddedEtcd(t)
 	const prefix = "/undecryptable"
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, DisableWatchCache: true,
-		Transformers: loadTransformers(t, encryptionConfig(aescbc("A", keyA)))}, batteries.Secrets)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, DisableWatchCache: true,
+		Transformers: loadTransformers(t, encryptionConfig(aescbc("A", keyA)))}}, batteries.Secrets)
 	secrets, err := client.For[*corev1.Secret, *corev1.SecretList](reg.Registry, batteries.Secrets)
 	if err != nil {
 		t.Fatal(err)
@@ -243,8 +244,8 @@ func TestRewriteReportsUndecryptableValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = reg.Close()
-	reg = customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, DisableWatchCache: true,
-		Transformers: loadTransformers(t, encryptionConfig(aescbc("B", keyB), identityProvider))}, batteries.Secrets)
+	reg = customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, DisableWatchCache: true,
+		Transformers: loadTransformers(t, encryptionConfig(aescbc("B", keyB), identityProvider))}}, batteries.Secrets)
 	secrets, err = client.For[*corev1.Secret, *corev1.SecretList](reg.Registry, batteries.Secrets)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +284,7 @@ func BenchmarkEncryptedCreate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			reg := customapitest.OpenRegistry(b, customapitest.RegistryOptions{Transformers: encryptionconfig.StaticTransformers(cfg.Transformers)}, batteries.Secrets)
+			reg := customapitest.OpenRegistry(b, customapitest.RegistryOptions{Storage: storage.Config{Transformers: encryptionconfig.StaticTransformers(cfg.Transformers)}}, batteries.Secrets)
 			secrets, err := client.For[*corev1.Secret, *corev1.SecretList](reg.Registry, batteries.Secrets)
 			if err != nil {
 				b.Fatal(err)

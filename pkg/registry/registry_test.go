@@ -11,6 +11,7 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // plainCustoms is install.Customs without the status subresource: status
@@ -45,7 +46,7 @@ func TestGenerationFollowsCRDRule(t *testing.T) {
 	etcdConfig, prefix := customapitest.Etcd(t)
 	for _, res := range []resource.Resource{install.Customs, plainCustoms} {
 		t.Run(res.Plural, func(t *testing.T) {
-			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: etcdConfig, Prefix: prefix}, res)
+			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: etcdConfig, Prefix: prefix}}, res)
 			st, _ := reg.Store(res.GroupVersionResource())
 			ctx := t.Context()
 			caller := registry.Caller{Namespace: "default"}

@@ -18,15 +18,19 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
-// RESTStorage returns what an API server installs for the resource: the
+// restStorage returns what an API server installs for the resource: the
 // main resource under its plural name; with a status subresource,
 // "<plural>/status", which only gets, updates and patches; and
 // "<plural>/<name>" for each of the declaration's Subresources, which only
-// update and patch.
-func (s *Store) RESTStorage() map[string]rest.Storage {
+// update and patch. It is unexported, and reached by the HTTP server only
+// through internal/restaccess, because a write through the returned storage
+// skips the in-process request layer (managedFields, option validation):
+// the storage is for installing into an API group, not for writing.
+func (s *Store) restStorage() map[string]rest.Storage {
 	out := map[string]rest.Storage{s.res.Plural: s.mainREST()}
 	if st := s.statusREST(); st != nil {
 		out[s.res.Plural+"/status"] = st
@@ -35,6 +39,10 @@ func (s *Store) RESTStorage() map[string]rest.Storage {
 		out[s.res.Plural+"/"+name] = &subresourceREST{store: sub}
 	}
 	return out
+}
+
+func init() {
+	restaccess.SetRESTStorage(func(store any) map[string]rest.Storage { return store.(*Store).restStorage() })
 }
 
 func (s *Store) mainREST() *mainREST {

@@ -18,6 +18,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // restTester returns the tester on a fresh store of customs: the tester
@@ -29,7 +30,7 @@ import (
 // watch cache.
 func restTester(t *testing.T) *genericregistrytest.Tester {
 	t.Helper()
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{DisableWatchCache: true}, install.Customs)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{DisableWatchCache: true}}, install.Customs)
 	return genericregistrytest.New(t, registry.GenericStore(reg.Registry, install.Customs.GroupVersionResource()))
 }
 

@@ -74,7 +74,7 @@ func whoami(t *testing.T, c kubernetes.Interface) (string, []string) {
 // and can restore the binding. Both kubeconfigs are written, mode 0600.
 func TestAdminIsSubjectToRBAC(t *testing.T) {
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationRBAC
+		o.Authorization.Mode = server.AuthorizationRBAC
 	}, install.Customs)
 	ctx := t.Context()
 	admin := clientsetFor(t, s, s.Config.BearerToken)
@@ -152,7 +152,7 @@ func TestAdminTokensOfExistingDataDir(t *testing.T) {
 	config := func(t *testing.T, dir string) *server.Config {
 		t.Helper()
 		o := server.NewOptions()
-		o.DataDir, o.SecurePort = dir, 0
+		o.DataDir, o.Serving.SecurePort = dir, 0
 		cfg, err := o.Config()
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +218,7 @@ func TestLegacyAdminKeepsAccess(t *testing.T) {
 	}
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
 		o.DataDir = dir
-		o.AuthorizationMode = server.AuthorizationRBAC
+		o.Authorization.Mode = server.AuthorizationRBAC
 	}, install.Customs)
 	if s.Config.BearerToken != "0123456789abcdef" {
 		t.Fatalf("admin token %q, want the old one", s.Config.BearerToken)
@@ -295,8 +295,8 @@ func (w *blockingWebhook) kubeconfig(t *testing.T, dir string) string {
 func TestMaxInFlightLimitsAdmin(t *testing.T) {
 	wh := newBlockingWebhook(t)
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationWebhook
-		o.AuthorizationWebhookConfigFile = wh.kubeconfig(t, t.TempDir())
+		o.Authorization.Mode = server.AuthorizationWebhook
+		o.Authorization.WebhookConfigFile = wh.kubeconfig(t, t.TempDir())
 		o.Limits.MaxRequestsInFlight = 2
 		o.Limits.MaxMutatingRequestsInFlight = 1
 	}, install.Customs)
@@ -399,8 +399,8 @@ func writeTokens(t *testing.T, lines string) string {
 func TestListSeats(t *testing.T) {
 	wh := newBlockingWebhook(t)
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationWebhook
-		o.AuthorizationWebhookConfigFile = wh.kubeconfig(t, t.TempDir())
+		o.Authorization.Mode = server.AuthorizationWebhook
+		o.Authorization.WebhookConfigFile = wh.kubeconfig(t, t.TempDir())
 		o.Limits.MaxRequestsInFlight = 10
 		o.Limits.CountPollPeriod = 100 * time.Millisecond
 	}, append(batteries.Resources(batteries.Options{}), install.Customs)...)

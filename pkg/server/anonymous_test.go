@@ -64,8 +64,8 @@ func (l *countingListener) Accept() (net.Conn, error) {
 func TestAuthenticatedClientKeepsItsConnection(t *testing.T) {
 	var counter *countingListener
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		counter = &countingListener{Listener: o.Listener}
-		o.Listener = counter
+		counter = &countingListener{Listener: o.Serving.Listener}
+		o.Serving.Listener = counter
 	}, install.Customs)
 	e := ownEnv(s)
 	const n = 50

@@ -205,7 +205,7 @@ func TestAuditCaseA1(t *testing.T) {
 	tokens := writeFile(t, dir, "tokens.csv", "alice-token,alice,alice-uid,\"devs\"\n")
 	policyFile := writeFile(t, dir, "policy.yaml", a1Policy)
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.TokenAuthFile = tokens
+		o.Authentication.TokenAuthFile = tokens
 		o.Audit.PolicyFile = policyFile
 		o.Audit.LogOptions.Path = logPath
 	}, auditResources()...)
@@ -576,7 +576,7 @@ func TestAuditServerWritesNameTheServer(t *testing.T) {
 	logPath := filepath.Join(dir, "audit.log")
 	policyFile := writeFile(t, dir, "policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
 	customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationRBAC
+		o.Authorization.Mode = server.AuthorizationRBAC
 		o.Audit.PolicyFile = policyFile
 		o.Audit.LogOptions.Path = logPath
 		o.Audit.LogOptions.BatchOptions.Mode = "blocking"

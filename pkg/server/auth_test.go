@@ -62,8 +62,8 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.TokenAuthFile = tokens
-		o.ClientCAFile = caFile
+		o.Authentication.TokenAuthFile = tokens
+		o.Authentication.ClientCAFile = caFile
 	}, install.Customs)
 
 	const path = "/apis/test/v1/namespaces/default/customs"
@@ -122,9 +122,9 @@ func TestWebhookAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.TokenAuthFile = tokens
-		o.AuthorizationMode = server.AuthorizationWebhook
-		o.AuthorizationWebhookConfigFile = webhookConfig
+		o.Authentication.TokenAuthFile = tokens
+		o.Authorization.Mode = server.AuthorizationWebhook
+		o.Authorization.WebhookConfigFile = webhookConfig
 	}, install.Customs)
 
 	for _, tc := range []struct {

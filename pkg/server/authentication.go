@@ -33,9 +33,19 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// AuthenticationOptions are the settings of structured authentication, as
-// kube-apiserver's --authentication-config.
+// AuthenticationOptions are the ways clients authenticate besides the
+// credentials generated in the data dir, as kube-apiserver's flags of the
+// same names: a token file (--token-auth-file), a client CA
+// (--client-ca-file) and structured authentication
+// (--authentication-config).
 type AuthenticationOptions struct {
+	// TokenAuthFile adds bearer tokens in kube's CSV format
+	// (--token-auth-file) to the generated admin token.
+	TokenAuthFile string
+	// ClientCAFile makes client certificates signed by this CA
+	// authenticate, with the certificate's CN as user name and O as groups
+	// (--client-ca-file), besides those the data dir's CA signed.
+	ClientCAFile string
 	// ConfigFile is an AuthenticationConfiguration file
 	// (apiserver.config.k8s.io/v1; v1beta1 and v1alpha1 are read too, as
 	// kube-apiserver reads them) (--authentication-config): JWT issuers
@@ -67,49 +77,60 @@ const authenticationConfigPollInterval = time.Minute
 
 // AddFlags binds the options to kube-apiserver's flag names.
 func (a *AuthenticationOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&a.TokenAuthFile, "token-auth-file", a.TokenAuthFile, "File of bearer tokens in kube's CSV format (token,user,uid,\"group1,group2\"), accepted besides the generated admin token.")
+	fs.StringVar(&a.ClientCAFile, "client-ca-file", a.ClientCAFile, "CA bundle: client certificates it signed authenticate as their CommonName, with their Organizations as groups.")
 	fs.StringVar(&a.ConfigFile, "authentication-config", a.ConfigFile, "File with an AuthenticationConfiguration (apiserver.config.k8s.io/v1): JWT issuers (OIDC) with claim mappings, claim and user validation rules, and anonymous settings. Validated at start; reloaded when it changes (an invalid new file keeps the previous configuration, and the reason is logged).")
 }
 
-// Validate loads and validates ConfigFile, when set, with
-// k8s.io/apiserver's validation and customapi's limits (no
-// egressSelectorType: customapi has no egress selector). The error names
-// the file and every invalid field.
+// Validate returns every problem, joined: a --token-auth-file or
+// --client-ca-file that cannot be read (os.Stat), and a ConfigFile that
+// does not load or validate, with k8s.io/apiserver's validation and
+// customapi's limits (no egressSelectorType: customapi has no egress
+// selector); that error names the file and every invalid field.
 func (a *AuthenticationOptions) Validate() error {
-	if a.ConfigFile == "" {
-		return nil
-	}
-	_, _, err := loadAuthenticationConfig(a.ConfigFile)
-	return err
+	_, errs := a.validate()
+	return errors.Join(errs...)
 }
 
-// validateAuthentication validates the authentication options within the
-// server's options: the file itself (AuthenticationOptions.Validate), and
-// that an anonymous section enabling anonymous requests beyond ProbePaths
-// is not combined with an AlwaysAllow authorization mode (which would let
-// anonymous clients do everything there; kube-apiserver likewise turns
-// --anonymous-auth off under AlwaysAllow).
-func (o *Options) validateAuthentication() error {
-	a := o.Authentication
+// validate is Validate's problems, with ConfigFile's configuration when
+// it is set and valid.
+func (a *AuthenticationOptions) validate() (*apiserver.AuthenticationConfiguration, []error) {
+	errs := append(statFlagFile("--token-auth-file", a.TokenAuthFile), statFlagFile("--client-ca-file", a.ClientCAFile)...)
 	if a.ConfigFile == "" {
-		return nil
+		return nil, errs
 	}
 	cfg, _, err := loadAuthenticationConfig(a.ConfigFile)
 	if err != nil {
-		return err
+		return nil, append(errs, err)
 	}
-	if anon := cfg.Anonymous; anon != nil && anon.Enabled && o.hasAuthorizationMode(AuthorizationAlwaysAllow) {
+	return cfg, errs
+}
+
+// validateAuthentication validates the authentication options within the
+// server's options: the options themselves (AuthenticationOptions.Validate),
+// and that an anonymous section enabling anonymous requests beyond
+// ProbePaths is not combined with an AlwaysAllow authorization mode (which
+// would let anonymous clients do everything there; kube-apiserver likewise
+// turns --anonymous-auth off under AlwaysAllow).
+func (o *Options) validateAuthentication() []error {
+	a := o.Authentication
+	cfg, errs := a.validate()
+	if cfg == nil {
+		return errs
+	}
+	if anon := cfg.Anonymous; anon != nil && anon.Enabled && o.Authorization.has(AuthorizationAlwaysAllow) {
 		for i, c := range anon.Conditions {
 			if !isProbePath(c.Path) {
-				return fmt.Errorf("--authentication-config %s: %w", a.ConfigFile, field.Forbidden(field.NewPath("anonymous", "conditions").Index(i).Child("path"),
-					fmt.Sprintf("anonymous requests to %q would be allowed everything with --authorization-mode %s", c.Path, AuthorizationAlwaysAllow)))
+				return append(errs, fmt.Errorf("--authentication-config %s: %w", a.ConfigFile, field.Forbidden(field.NewPath("anonymous", "conditions").Index(i).Child("path"),
+					fmt.Sprintf("anonymous requests to %q would be allowed everything with --authorization-mode %s", c.Path, AuthorizationAlwaysAllow))))
 			}
 		}
 		if len(anon.Conditions) == 0 {
-			return fmt.Errorf("--authentication-config %s: %w", a.ConfigFile, field.Forbidden(field.NewPath("anonymous", "enabled"),
-				fmt.Sprintf("anonymous requests to every path would be allowed everything with --authorization-mode %s: list the paths in anonymous.conditions", AuthorizationAlwaysAllow)))
+			return append(errs, fmt.Errorf("--authentication-config %s: %w", a.ConfigFile, field.Forbidden(field.NewPath("anonymous", "enabled"),
+				fmt.Sprintf("anonymous requests to every path would be allowed everything with --authorization-mode %s: list the paths in anonymous.conditions", AuthorizationAlwaysAllow))))
 		}
 	}
-	return nil
+	return errs
 }
 
 var (

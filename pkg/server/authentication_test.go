@@ -253,7 +253,7 @@ func TestStructuredAuthenticationJWT(t *testing.T) {
 	file := filepath.Join(dir, "authn.yaml")
 	writeAtomic(t, file, authnConfig(t, nil, jwtIssuer(iss, "oidc:")))
 	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationRBAC
+		o.Authorization.Mode = server.AuthorizationRBAC
 		o.Authentication.ConfigFile = file
 	}, install.Customs)
 	ctx := t.Context()
@@ -463,9 +463,9 @@ func TestStructuredAuthenticationInvalidFile(t *testing.T) {
 			}
 			o := server.NewOptions()
 			o.DataDir = t.TempDir()
-			o.AuthorizationMode = server.AuthorizationRBAC
+			o.Authorization.Mode = server.AuthorizationRBAC
 			if tc.modes != "" {
-				o.AuthorizationMode = tc.modes
+				o.Authorization.Mode = tc.modes
 			}
 			o.Authentication.ConfigFile = file
 			cfg, err := o.Config()
@@ -513,7 +513,7 @@ func TestStructuredAuthenticationAnonymous(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
 			writeAtomic(t, file, authnConfig(t, tc.anonymous))
 			s := customapitest.StartWithOptions(t, func(o *server.Options) {
-				o.AuthorizationMode = server.AuthorizationRBAC
+				o.Authorization.Mode = server.AuthorizationRBAC
 				o.Authentication.ConfigFile = file
 			}, install.Customs)
 			for path, want := range tc.want {
@@ -553,7 +553,7 @@ func TestStructuredAuthenticationDocExamples(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
 			writeAtomic(t, file, []byte(block))
 			o := server.NewOptions()
-			o.AuthorizationMode = server.AuthorizationRBAC
+			o.Authorization.Mode = server.AuthorizationRBAC
 			o.Authentication.ConfigFile = file
 			if err := o.Validate(); err != nil {
 				t.Fatalf("the example is refused: %v\n%s", err, block)

@@ -26,7 +26,7 @@ import (
 // when the modes list RBAC.
 func (s *Server) authorizer() (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	o := s.config.Options
-	modes, err := o.authorizationModes()
+	modes, err := o.Authorization.modes()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +72,7 @@ func (s *Server) authorizer() (authorizer.Authorizer, authorizer.RuleResolver, e
 // --authorization-webhook-config-file: decisions cached 5 min (allowed) and
 // 30 s (denied), retried with a backoff, denying when it cannot be reached.
 func (s *Server) webhookAuthorizer() (*webhook.WebhookAuthorizer, error) {
-	restConfig, err := clientcmd.BuildConfigFromFlags("", s.config.Options.AuthorizationWebhookConfigFile)
+	restConfig, err := clientcmd.BuildConfigFromFlags("", s.config.Options.Authorization.WebhookConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("server: --authorization-webhook-config-file: %w", err)
 	}

@@ -31,7 +31,7 @@ func TestAuthorizationModeValidation(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			o := server.NewOptions()
 			o.DataDir = t.TempDir()
-			o.AuthorizationMode, o.AuthorizationWebhookConfigFile = tc.mode, tc.webhookFile
+			o.Authorization.Mode, o.Authorization.WebhookConfigFile = tc.mode, tc.webhookFile
 			err := o.Validate()
 			switch {
 			case tc.wantErr == "" && err != nil:

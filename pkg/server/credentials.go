@@ -147,9 +147,9 @@ func writeKubeconfig(dir, file, userName string, host string, port int, caPEM []
 // system:masters one.
 func (s *Server) writeKubeconfigs() error {
 	c := s.config.Config
-	addr, ok := c.Options.Listener.Addr().(*net.TCPAddr)
+	addr, ok := c.Options.Serving.Listener.Addr().(*net.TCPAddr)
 	if !ok {
-		return fmt.Errorf("server: listener address %s is not TCP", c.Options.Listener.Addr())
+		return fmt.Errorf("server: listener address %s is not TCP", c.Options.Serving.Listener.Addr())
 	}
 	host := clientHost(addr.IP)
 	for _, k := range []struct{ file, user, token string }{

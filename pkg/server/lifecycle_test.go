@@ -27,7 +27,7 @@ import (
 func lifecycleOptions(dir string) *server.Options {
 	o := server.NewOptions()
 	o.DataDir = dir
-	o.SecurePort = 0
+	o.Serving.SecurePort = 0
 	o.EtcdUnsafeNoFsync = true
 	return o
 }
@@ -128,7 +128,7 @@ func TestSecurePortTaken(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	dir := t.TempDir()
 	o := lifecycleOptions(dir)
-	o.SecurePort = port
+	o.Serving.SecurePort = port
 	_, err = o.Config()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	if err == nil || !strings.Contains(err.Error(), "--secure-port") || !strings.Contains(err.Error(), addr) {
@@ -155,7 +155,7 @@ func TestCloseWithoutRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := cfg.Options.Listener.Addr().(*net.TCPAddr).Port
+	port := cfg.Options.Serving.Listener.Addr().(*net.TCPAddr).Port
 	srv, err := server.New(t.Context(), cfg.Complete(), install.Customs)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestCloseWithoutRun(t *testing.T) {
 	// Same data dir (lock and etcd's own database lock free) and same port
 	// (listener closed).
 	o := lifecycleOptions(dir)
-	o.SecurePort = port
+	o.Serving.SecurePort = port
 	cfg2, err := o.Config()
 	if err != nil {
 		t.Fatalf("Config after Close: %v", err)

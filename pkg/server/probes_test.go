@@ -171,7 +171,7 @@ func TestFailedStartLeavesDataDir(t *testing.T) {
 			dir := tc.setup(t, root)
 			before := treeSnapshot(t, root)
 			o := lifecycleOptions(dir)
-			o.SecurePort = port
+			o.Serving.SecurePort = port
 			_, err := o.Config()
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 			if err == nil || !strings.Contains(err.Error(), "--secure-port") || !strings.Contains(err.Error(), addr) {

@@ -65,7 +65,7 @@ func asServer(ctx context.Context) context.Context {
 // newRBAC returns the RBAC API of a server whose modes list RBAC, and the
 // resources to serve with it; nil and resources unchanged otherwise.
 func newRBAC(o Options, resources []resource.Resource) (*rbacapi.API, []resource.Resource) {
-	if !o.hasAuthorizationMode(AuthorizationRBAC) {
+	if !o.Authorization.has(AuthorizationRBAC) {
 		return nil, resources
 	}
 	api := rbacapi.New(builtinDefinitions)

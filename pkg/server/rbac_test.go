@@ -34,8 +34,8 @@ func startRBAC(t *testing.T) (s *customapitest.Server, admin, alice, bob kuberne
 		t.Fatal(err)
 	}
 	s = customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationRBAC
-		o.TokenAuthFile = tokens
+		o.Authorization.Mode = server.AuthorizationRBAC
+		o.Authentication.TokenAuthFile = tokens
 	}, install.Customs)
 	as := func(token string) kubernetes.Interface {
 		cfg := rest.CopyConfig(s.Config)

@@ -29,12 +29,12 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	"k8s.io/component-base/compatibility"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
@@ -215,15 +215,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	o.Debug.applyTo(gc)
 	s.applyAudit(gc)
 
-	serving := genericoptions.NewSecureServingOptions()
-	serving.BindAddress = o.BindAddress
-	serving.BindPort = o.SecurePort
-	serving.Listener = o.Listener
-	serving.ServerCert.CertKey.CertFile = filepath.Join(o.DataDir, servingCertFile)
-	serving.ServerCert.CertKey.KeyFile = filepath.Join(o.DataDir, servingKeyFile)
-	o.TLS.applyTo(serving)
-	if err := serving.ApplyTo(&gc.SecureServing); err != nil {
-		return nil, nil, fmt.Errorf("server: serving: %w", err)
+	if err := o.Serving.applyTo(gc, o.DataDir); err != nil {
+		return nil, nil, err
 	}
 	loopback, err := applyLoopback(gc.SecureServing)
 	if err != nil {
@@ -244,8 +237,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 		return nil, nil, fmt.Errorf("server: client CA: %w", err)
 	}
 	var clientCA dynamiccertificates.CAContentProvider = ca
-	if o.ClientCAFile != "" {
-		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.ClientCAFile)
+	if o.Authentication.ClientCAFile != "" {
+		extra, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca", o.Authentication.ClientCAFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("server: --client-ca-file: %w", err)
 		}
@@ -297,8 +290,8 @@ func (s *Server) authenticator(serverID string) (authenticator.Request, error) {
 		return nil, fmt.Errorf("server: admin token: %w", err)
 	}
 	handlers := []authenticator.Token{tokens}
-	if o.TokenAuthFile != "" {
-		extra, err := tokenfile.NewCSV(o.TokenAuthFile)
+	if o.Authentication.TokenAuthFile != "" {
+		extra, err := tokenfile.NewCSV(o.Authentication.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("server: --token-auth-file: %w", err)
 		}
@@ -338,7 +331,7 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 			info.VersionedResourcesStorageMap[v] = map[string]rest.Storage{}
 		}
 		st, _ := s.registry.Store(r.GroupVersionResource())
-		for path, st := range st.RESTStorage() {
+		for path, st := range restaccess.RESTStorage(st) {
 			info.VersionedResourcesStorageMap[v][path] = st
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // (--data-dir, --etcd-servers and its TLS files, --etcd-prefix,
 // --storage-media-type, --watch-cache, the encryption options) and opens
 // the same storage `customapi serve` with these options would: with the
-// RBAC resources when AuthorizationMode lists RBAC, and values encrypted
+// RBAC resources when Authorization.Mode lists RBAC, and values encrypted
 // and decrypted as serve's (--encryption-provider-config, or the data dir's
 // generated EncryptionConfigFile when it exists: it is never generated
 // here). A bad encryption configuration fails before etcd is opened.

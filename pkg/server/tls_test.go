@@ -66,7 +66,7 @@ func TestTLSVersionsAndSuites(t *testing.T) {
 		},
 		{
 			name:      "--tls-min-version=VersionTLS13",
-			configure: func(o *server.Options) { o.TLS.MinVersion = "VersionTLS13" },
+			configure: func(o *server.Options) { o.Serving.TLS.MinVersion = "VersionTLS13" },
 			clients: map[string]*tls.Config{
 				"TLS 1.2 ECDHE-ECDSA-AES128-GCM": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
 				"TLS 1.3":                        {MinVersion: tls.VersionTLS13},
@@ -75,7 +75,7 @@ func TestTLSVersionsAndSuites(t *testing.T) {
 		},
 		{
 			name:      "--tls-cipher-suites='' (Go's defaults)",
-			configure: func(o *server.Options) { o.TLS.CipherSuites = nil },
+			configure: func(o *server.Options) { o.Serving.TLS.CipherSuites = nil },
 			clients: map[string]*tls.Config{
 				"TLS 1.2 ECDHE-ECDSA-AES128-SHA": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA),
 			},
@@ -127,7 +127,7 @@ func TestTLSOptionsValidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := server.NewOptions()
-			o.TLS.MinVersion, o.TLS.CipherSuites = tc.min, tc.suites
+			o.Serving.TLS.MinVersion, o.Serving.TLS.CipherSuites = tc.min, tc.suites
 			err := o.Validate()
 			switch {
 			case tc.want == "" && err != nil:
@@ -157,8 +157,8 @@ func TestProfiling(t *testing.T) {
 					t.Error("profiling is not on by default")
 				}
 				o.Debug.Profiling = tc.profiling
-				o.AuthorizationMode = server.AuthorizationRBAC
-				o.TokenAuthFile = writeTokens(t, "bob-token,bob,bob-uid\n")
+				o.Authorization.Mode = server.AuthorizationRBAC
+				o.Authentication.TokenAuthFile = writeTokens(t, "bob-token,bob,bob-uid\n")
 			}, install.Customs)
 			for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap"} {
 				requireCode(t, as(t, s, s.Config.BearerToken, request{method: http.MethodGet, path: path}), tc.want)

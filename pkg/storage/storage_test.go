@@ -95,7 +95,7 @@ func TestKeyLayoutAndEncoding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, prefix := customapitest.Etcd(t)
-			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType}, install.Customs)
+			reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, MediaType: tc.mediaType}}, install.Customs)
 			c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 			if err != nil {
 				t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // An external etcd that requires TLS client certificates (what
@@ -78,7 +79,7 @@ func TestExternalEtcdWithTLS(t *testing.T) {
 		CertFile:  filepath.Join(dir, "client.crt"),
 		KeyFile:   filepath.Join(dir, "client.key"),
 	}
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: tlsConfig, Prefix: "/registry"}, install.Customs)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: tlsConfig, Prefix: "/registry"}}, install.Customs)
 	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		t.Fatal(err)

@@ -89,8 +89,8 @@ func run(m *testing.M) int {
 	}
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
 	srv, err = customapitest.NewServer(customapitest.Options{Configure: func(o *server.Options) {
-		o.AuthorizationMode = server.AuthorizationRBAC
-		o.TokenAuthFile = tokens
+		o.Authorization.Mode = server.AuthorizationRBAC
+		o.Authentication.TokenAuthFile = tokens
 	}}, resources...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

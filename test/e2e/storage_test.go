@@ -29,6 +29,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // storageCommandTimeout bounds one `customapi storage ...` run.
@@ -239,7 +240,7 @@ func TestServeProtobufWithoutMarshallersFailsAtStart(t *testing.T) {
 func TestStorageRewriteExternalEtcd(t *testing.T) {
 	cfg := customapitest.EmbeddedEtcd(t) // TLS with a client certificate, as an external cluster may be
 	const prefix = "/external"
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: runtime.ContentTypeCBOR}, install.Customs)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, MediaType: runtime.ContentTypeCBOR}}, install.Customs)
 	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		t.Fatal(err)

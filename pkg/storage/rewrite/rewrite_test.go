@@ -39,7 +39,7 @@ type customs = *client.Client[*testv1.Custom, *testv1.CustomList]
 // cleanup closes it again, harmlessly).
 func openAs(t *testing.T, cfg etcd.ClientConfig, prefix, mediaType string, disableWatchCache bool) (*customapitest.Registry, customs) {
 	t.Helper()
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: mediaType, DisableWatchCache: disableWatchCache}, install.Customs)
+	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, MediaType: mediaType, DisableWatchCache: disableWatchCache}}, install.Customs)
 	c, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
 	if err != nil {
 		t.Fatal(err)
@@ -535,7 +535,7 @@ func BenchmarkRewriteStorage(b *testing.B) {
 	const n = 2000
 	cfg, prefix := customapitest.Etcd(b)
 	open := func(mediaType string) (*customapitest.Registry, customs) {
-		reg, err := customapitest.NewRegistry(customapitest.RegistryOptions{Etcd: cfg, Prefix: prefix, MediaType: mediaType, DisableWatchCache: true}, install.Customs)
+		reg, err := customapitest.NewRegistry(customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix, MediaType: mediaType, DisableWatchCache: true}}, install.Customs)
 		if err != nil {
 			b.Fatal(err)
 		}
