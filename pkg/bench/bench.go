@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -99,6 +100,9 @@ func DefaultConfig() Config {
 // and removes everything it created when it returns, also when ctx is
 // cancelled.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if len(cfg.CreateWorkers) == 0 || slices.ContainsFunc(cfg.CreateWorkers, func(w int) bool { return w < 1 }) {
+		return nil, fmt.Errorf("bench: create workers %v: want at least one count, each 1 or more (the get workload reads what the last create workload wrote)", cfg.CreateWorkers)
+	}
 	targets, err := expandTargets(cfg.Targets)
 	if err != nil {
 		return nil, err

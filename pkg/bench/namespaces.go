@@ -22,7 +22,7 @@ func namespaces(cfg Config) []string {
 			out = append(out, ns)
 		}
 	}
-	for _, w := range append(append([]int(nil), cfg.CreateWorkers...), cfg.Concurrency) {
+	for _, w := range cfg.CreateWorkers {
 		add(fmt.Sprintf("%s-%d", nsCreate, w))
 	}
 	for _, ns := range []string{nsUpdate, nsList, nsWatch} {

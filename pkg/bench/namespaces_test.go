@@ -63,3 +63,18 @@ func TestEnsureNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// A run whose create workloads do not include the get workload's worker
+// count reads what the last create workload wrote; a run without create
+// workers is refused before anything starts.
+func TestCreateWorkersOtherThanConcurrency(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CreateWorkers = []int{1}
+	if got, want := fmt.Sprint(namespaces(cfg)), "[bench-create-1 bench-update bench-list bench-watch]"; got != want {
+		t.Errorf("namespaces = %s, want %s", got, want)
+	}
+	cfg.CreateWorkers = nil
+	if _, err := Run(t.Context(), cfg); err == nil {
+		t.Error("Run with no create workers: no error")
+	}
+}

@@ -119,9 +119,10 @@ func (r *runner) create(ctx context.Context, workers int) (Result, error) {
 	return r.row("create", workers, lat, elapsed), err
 }
 
-// get reads random samples written by create with Concurrency workers.
+// get reads random samples written by the last create workload (with
+// CreateWorkers' last count of workers).
 func (r *runner) get(ctx context.Context) (Result, error) {
-	ns := fmt.Sprintf("%s-%d", nsCreate, r.cfg.Concurrency)
+	ns := fmt.Sprintf("%s-%d", nsCreate, r.cfg.CreateWorkers[len(r.cfg.CreateWorkers)-1])
 	lat, elapsed, err := r.parallel(ctx, "get", r.cfg.Gets, r.cfg.Concurrency, func(ctx context.Context, _ int) error {
 		return r.target.Get(ctx, ns, fmt.Sprintf("s-%d", rand.IntN(r.cfg.Creates)))
 	})
