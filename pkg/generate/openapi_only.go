@@ -1,11 +1,9 @@
 package generate
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -26,7 +24,7 @@ import (
 // carry their +k8s:openapi-model-package tag (k8s.io/api's do), and nothing
 // is written into them.
 func runOpenAPIOnly(ctx context.Context, opts Options) error {
-	modPath, modDir, err := currentModule(ctx)
+	modPath, modDir, err := mainModule(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -103,21 +101,4 @@ func importPaths(pkgs []apiPackage) []string {
 		out = append(out, p.importPath)
 	}
 	return out
-}
-
-// currentModule returns the path and directory of the main module of the
-// current directory (`go list -m`).
-func currentModule(ctx context.Context) (modPath, modDir string, err error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", "", fmt.Errorf("go list -m: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	f := strings.Split(strings.TrimSpace(string(out)), "\t")
-	if len(f) != 2 || f[1] == "" {
-		return "", "", fmt.Errorf("go list -m: unexpected output %q (not in a module?)", out)
-	}
-	return f[0], f[1], nil
 }

@@ -290,14 +290,9 @@ func copyGoMod(from, to, modDir string) error {
 // moduleDirs returns the directories of modules in the build list of the
 // module in dir, downloading them if needed.
 func moduleDirs(ctx context.Context, dir string, mods []string) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"mod", "download", "-json"}, mods...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := goOutput(ctx, dir, append([]string{"mod", "download", "-json"}, mods...)...)
 	if err != nil {
-		return nil, fmt.Errorf("go mod download %s: %w: %s %s", strings.Join(mods, " "), err, strings.TrimSpace(stderr.String()), out)
+		return nil, fmt.Errorf("%w %s", err, out)
 	}
 	dirs := map[string]string{}
 	dec := json.NewDecoder(bytes.NewReader(out))

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -94,22 +95,35 @@ func Protoc(ctx context.Context, dir string, args []string, stderr io.Writer) er
 	return err
 }
 
-// mainModule returns the path and directory of the module holding dir.
+// mainModule returns the path and directory of the module holding dir (""
+// for the current directory), outside any go.work.
 func mainModule(ctx context.Context, dir string) (path, modDir string, err error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	out, err := goOutput(ctx, dir, "list", "-m", "-f", "{{.Path}}\t{{.Dir}}")
+	if err != nil {
+		return "", "", fmt.Errorf("finding the module of %s: %w", cmp.Or(dir, "the current directory"), err)
+	}
+	path, modDir, ok := strings.Cut(strings.TrimSpace(string(out)), "\t")
+	if !ok || path == "" || modDir == "" || path == "command-line-arguments" {
+		return "", "", fmt.Errorf("%s is in no Go module (no go.mod at or above it)", cmp.Or(dir, "the current directory"))
+	}
+	return path, modDir, nil
+}
+
+// goOutput runs the go command with args in dir ("" for the current
+// directory) and GOWORK=off, so that the module holding dir is the main
+// module whatever go.work a parent directory has, and returns its standard
+// output. The error holds go's standard error.
+func goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", "", fmt.Errorf("finding the module of %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
+		return out, fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	path, modDir, ok := strings.Cut(strings.TrimSpace(string(out)), "\t")
-	if !ok || path == "" || modDir == "" || path == "command-line-arguments" {
-		return "", "", fmt.Errorf("%s is in no Go module (no go.mod at or above it)", dir)
-	}
-	return path, modDir, nil
+	return out, nil
 }
 
 // importTree makes dir a protoc import directory in which each module of
