@@ -1,7 +1,10 @@
 package batteries
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -10,12 +13,33 @@ import (
 // Options.EventTTL is zero: one hour, kube-apiserver's --event-ttl default.
 const DefaultEventTTL = time.Hour
 
-// Options selects how the batteries are declared.
+// Options selects how the batteries are declared: the batteries' share of
+// a server's flags (AddFlags, Validate), applied by Resources.
 type Options struct {
 	// EventTTL is how long an event (either API) is kept after its last
 	// write before etcd deletes it; 0 means DefaultEventTTL. It is rounded
 	// up to whole seconds (etcd leases count seconds).
 	EventTTL time.Duration
+}
+
+// AddFlags adds the batteries' flags to fs with kube-apiserver's names:
+// --event-ttl (EventTTL, shown with DefaultEventTTL when EventTTL is 0).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	if o.EventTTL == 0 {
+		o.EventTTL = DefaultEventTTL
+	}
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL, "How long events are kept after their last write (kube-apiserver's --event-ttl); rounded up to whole seconds.")
+}
+
+// Validate returns an error naming the flag for a value the flags must not
+// take: an --event-ttl that is not positive (as kube-apiserver refuses
+// one). Options built in Go need not call it: Resources takes a zero
+// EventTTL as DefaultEventTTL.
+func (o Options) Validate() error {
+	if o.EventTTL <= 0 {
+		return fmt.Errorf("--event-ttl must be positive, got %s", o.EventTTL)
+	}
+	return nil
 }
 
 // Resources returns the declarations of every battery, in a stable order:

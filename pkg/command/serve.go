@@ -26,7 +26,7 @@ func newServeCommand(cfg Config) *cobra.Command {
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries
-	eventTTL := batteries.DefaultEventTTL
+	var batteryOpts batteries.Options
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve " + strings.Join(served, ", ") + " over HTTPS, kubectl-compatible",
@@ -66,8 +66,8 @@ second signal kills it at once.`,
 			if err != nil {
 				return err
 			}
-			if eventTTL <= 0 {
-				return fmt.Errorf("--event-ttl must be positive, got %s", eventTTL)
+			if err := batteryOpts.Validate(); err != nil {
+				return err
 			}
 			// The ready line's example: the first resource of the program's
 			// own, not a battery.
@@ -77,7 +77,7 @@ second signal kills it at once.`,
 				return err
 			}
 			if withBatteries {
-				resources = append(batteries.Resources(batteries.Options{EventTTL: eventTTL}), resources...)
+				resources = append(batteries.Resources(batteryOpts), resources...)
 			}
 			srv, err := server.New(ctx, sc.Complete(), resources...)
 			if err != nil {
@@ -106,6 +106,6 @@ second signal kills it at once.`,
 	logsapi.AddFlags(logOpts, cmd.Flags())
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to serve, by plural: "+cfg.resourcesHelp()+".")
 	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: namespaces (with their lifecycle: objects only in existing namespaces; default, kube-system, kube-public), configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
-	cmd.Flags().DurationVar(&eventTTL, "event-ttl", eventTTL, "How long events are kept after their last write (kube-apiserver's --event-ttl); rounded up to whole seconds.")
+	batteryOpts.AddFlags(cmd.Flags())
 	return cmd
 }
