@@ -37,13 +37,23 @@ The HTTP targets speak --content-type (client-go's RESTClient with that ContentT
 AcceptContentTypes; CBOR switches on client-go's ClientsAllowCBOR gate). Namespaces the workloads
 need are created first on servers that have a namespaces API (GET, then POST /api/v1/namespaces).
 
+All targets are opened first. The throughput workloads (create with each --create-workers count,
+get, update) then run in --rounds alternating rounds: each round gives every target a short batch
+(1/rounds of the workload; object names stay unique across rounds), one target after the other,
+the order rotated by one each round, so that disk and CPU noise of a moment lands on every target
+alike instead of on one side of a ratio. Memory, lists, watch and profiles then run on one target
+after the other.
+
 The object is ~600 bytes of JSON: 10 labels, 5 strings, 20 integers. Ctrl-C stops the run and
 removes its temporary directories. Figures are only comparable within one run.
 
 Columns: OPS/S is throughput; P50/P99 are latencies (watch: from the write's acknowledgement to the event's
 receipt; an event that arrives before the writer has its answer counts as 0); VS ETCD is the speed relative to
 raw etcd's row for the same workload (creates: etcd's create-if-absent transaction; lists and watches: etcd's p50
-over the target's); "-" means zero or not applicable. With --quick the figures mean nothing.`,
+over the target's); for the workloads run in rounds it is the median of the per-round ratios (this target's
+round k over etcd's round k), followed by their range, min-max, in parentheses, while OPS/S, P50 and P99 cover
+all rounds together; -o json adds rounds, roundOpsPerSec, vsEtcdRounds, vsEtcdMin and vsEtcdMax. "-" means
+zero or not applicable. With --quick the figures mean nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if gvr != "" {
@@ -80,6 +90,7 @@ over the target's); "-" means zero or not applicable. With --quick the figures m
 	f.StringVar(&gvr, "resource", "", "GROUP/VERSION/RESOURCE for kubeconfig targets, for example test/v1/customs (default bench.customapi.io/v1/samples).")
 	f.StringVarP(&output, "output", "o", "table", "Output format: table or json.")
 	f.IntVar(&cfg.Creates, "creates", cfg.Creates, "Objects created per create workload.")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "Alternating rounds the create, get and update workloads are split into (each round 1/rounds of --creates, --gets, --updates on every target in turn).")
 	f.IntSliceVar(&cfg.CreateWorkers, "create-workers", cfg.CreateWorkers, "Worker counts of the create workloads.")
 	f.IntVar(&cfg.Concurrency, "workers", cfg.Concurrency, "Workers of the get, update and load workloads.")
 	f.IntVar(&cfg.Gets, "gets", cfg.Gets, "Reads of random existing objects.")

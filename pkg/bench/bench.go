@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,7 +51,11 @@ type Config struct {
 	// type) fails the run with an error saying so.
 	ContentType string
 
-	Creates       int   // objects per create workload
+	Creates int // objects per create workload
+	// Rounds is how many rounds the throughput workloads (create, get,
+	// update) are split into: round k runs 1/Rounds of the workload on
+	// every target in turn before round k+1 starts. Below 1 means 1.
+	Rounds        int
 	CreateWorkers []int // worker counts of the create workloads
 	Concurrency   int   // workers of get, update and loading
 	Gets          int   // reads
@@ -79,6 +84,7 @@ func DefaultConfig() Config {
 		Targets:        []string{"all"},
 		Resource:       benchinstall.Samples.GroupVersionResource(),
 		Creates:        2000,
+		Rounds:         5,
 		CreateWorkers:  []int{1, 16},
 		Concurrency:    16,
 		Gets:           5000,
@@ -99,6 +105,13 @@ func DefaultConfig() Config {
 // the etcd, inprocess and self targets, each under a key prefix of its own,
 // and removes everything it created when it returns, also when ctx is
 // cancelled.
+//
+// Every target is opened first (self: its server started). The throughput
+// workloads (create with each of CreateWorkers, get, update) then run in
+// cfg.Rounds alternating rounds over all targets (each round a short batch
+// per target, see inRounds); the rest (memory, etcd value, lists, watch,
+// profiles) runs on one target after the other, each closed when done. The
+// rows come grouped by target in the order of cfg.Targets.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if len(cfg.CreateWorkers) == 0 || slices.ContainsFunc(cfg.CreateWorkers, func(w int) bool { return w < 1 }) {
 		return nil, fmt.Errorf("bench: create workers %v: want at least one count, each 1 or more (the get workload reads what the last create workload wrote)", cfg.CreateWorkers)
@@ -138,17 +151,47 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 
-	var results []Result
+	var open []*openTarget
+	defer func() {
+		for _, o := range open {
+			o.close()
+		}
+	}()
+	collect := func() []Result {
+		var results []Result
+		for _, o := range open {
+			results = append(results, o.putRows...)
+			results = append(results, o.rows...)
+		}
+		addRatios(results)
+		return results
+	}
+	fail := func(err error) ([]Result, error) {
+		for _, o := range open {
+			o.close() // before collect: closing adds the server cpu rows
+		}
+		return collect(), err
+	}
 	for _, name := range targets {
-		rows, err := runTarget(ctx, cfg, enc, name, tmp, etcdConfig)
-		results = append(results, rows...)
+		o, err := openTargetFor(ctx, cfg, enc, name, tmp, etcdConfig)
+		if o != nil {
+			open = append(open, o)
+		}
 		if err != nil {
-			addRatios(results)
-			return results, fmt.Errorf("%s: %w", name, err)
+			return fail(fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	addRatios(results)
-	return results, nil
+	if err := runRounds(ctx, cfg, open); err != nil {
+		return fail(err)
+	}
+	for _, o := range open {
+		err := o.perTarget(ctx, cfg, etcdConfig)
+		o.close()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", o.name, err))
+		}
+	}
+	return collect(), nil
 }
 
 func expandTargets(in []string) ([]string, error) {
@@ -169,33 +212,54 @@ func expandTargets(in []string) ([]string, error) {
 	return out, nil
 }
 
-// runTarget builds one target and runs every workload on it.
-func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp string, etcdConfig etcd.ClientConfig) (results []Result, err error) {
+// openTarget is a target opened for the run, with the rows it has so far.
+type openTarget struct {
+	name string
+	r    *runner
+	// put is the etcd target's second runner (plain puts, target
+	// etcd-put), which takes part in the create rounds only; nil on other
+	// targets.
+	put     *runner
+	profile func(ctx context.Context, file string, work func(context.Context) error) error
+	// putRows and rows are the rows of put and r, in the order of the
+	// report (put's come first).
+	putRows, rows []Result
+	// closers run once, last first, when the target is closed.
+	closers []func()
+}
+
+// close releases the target once (stopping a server it started) and adds
+// the rows measured over its whole life (server cpu).
+func (o *openTarget) close() {
+	for i := len(o.closers) - 1; i >= 0; i-- {
+		o.closers[i]()
+	}
+	o.closers = nil
+}
+
+// openTargetFor builds one target, ready for its workloads: a started self
+// server (its startup row), the namespaces an HTTP server needs. On an
+// error the target, if built, is returned too, so that the caller closes
+// it.
+func openTargetFor(ctx context.Context, cfg Config, enc wireEncoding, name, tmp string, etcdConfig etcd.ClientConfig) (*openTarget, error) {
 	r := &runner{cfg: cfg, apiVer: cfg.Resource.GroupVersion().String(), kind: "Sample"}
-	var profile func(ctx context.Context, file string, work func(context.Context) error) error
+	o := &openTarget{name: name, r: r}
 	switch {
 	case name == "etcd":
 		cli, err := etcdConfig.NewClient(ctx)
 		if err != nil {
 			return nil, err
 		}
-		defer cli.Close()
 		r.target = &etcdTarget{cli: cli, prefix: "/bench-etcd"}
-		put := &runner{cfg: cfg, apiVer: r.apiVer, kind: r.kind, target: &etcdTarget{cli: cli, prefix: "/bench-etcd-put", put: true}}
-		for _, w := range cfg.CreateWorkers {
-			res, err := put.create(ctx, w)
-			results = append(results, res)
-			if err != nil {
-				return results, err
-			}
-		}
+		o.put = &runner{cfg: cfg, apiVer: r.apiVer, kind: r.kind, target: &etcdTarget{cli: cli, prefix: "/bench-etcd-put", put: true}}
+		o.closers = append(o.closers, func() { _ = cli.Close() })
 	case name == "inprocess":
 		t, err := newInprocess(ctx, etcdConfig, cfg.StorageMediaType)
 		if err != nil {
 			return nil, err
 		}
 		r.target = t
-		profile = func(ctx context.Context, file string, work func(context.Context) error) error {
+		o.profile = func(ctx context.Context, file string, work func(context.Context) error) error {
 			return profileSelf(ctx, file, cfg.ProfileSeconds, work)
 		}
 	case name == "self":
@@ -204,8 +268,8 @@ func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp stri
 			return nil, err
 		}
 		r.target = t
-		results = append(results, Result{Target: t.Name(), Workload: "startup", Value: ready.Seconds(), Notes: "process start to ready line, empty data dir"})
-		profile = func(ctx context.Context, file string, work func(context.Context) error) error {
+		o.rows = append(o.rows, Result{Target: t.Name(), Workload: "startup", Value: ready.Seconds(), Notes: "process start to ready line, empty data dir"})
+		o.profile = func(ctx context.Context, file string, work func(context.Context) error) error {
 			return profileServer(ctx, t, file, cfg.ProfileSeconds, work)
 		}
 	default:
@@ -216,58 +280,104 @@ func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp stri
 		r.target = t
 		r.apiVer, r.kind = cfg.Resource.GroupVersion().String(), t.kind
 	}
-	defer r.target.Close()
+	o.closers = append(o.closers, func() { _ = r.target.Close() })
 
 	if t, ok := r.target.(*httpTarget); ok {
 		created, err := ensureNamespaces(ctx, t.client, t.base, namespaces(cfg))
 		if err != nil {
-			return results, fmt.Errorf("namespaces: %w", err)
+			return o, fmt.Errorf("namespaces: %w", err)
 		}
 		if created != 0 && cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "%s: created %d namespaces\n", t.Name(), created)
 		}
 		if cpu0, err := t.CPU(); err == nil {
-			defer func() {
+			o.closers = append(o.closers, func() {
 				if cpu1, err := t.CPU(); err == nil {
-					results = append(results, Result{Target: t.Name(), Workload: "server cpu", Value: (cpu1 - cpu0).Seconds(),
-						Notes: "user+system CPU seconds of the server process over this target's workloads (/proc)"})
+					o.rows = append(o.rows, Result{Target: t.Name(), Workload: "server cpu", Value: (cpu1 - cpu0).Seconds(),
+						Notes: "user+system CPU seconds of the server process from its start (or the bench's first request) until its last workload (/proc)"})
 				}
-			}()
+			})
 		}
 	}
+	return o, nil
+}
 
+// runRounds runs the throughput workloads (create with each worker count,
+// get, update) on every open target in alternating rounds (inRounds), so
+// that what disturbs the machine for a while lands on every target alike,
+// and appends their rows to each target's.
+func runRounds(ctx context.Context, cfg Config, open []*openTarget) error {
+	var all, withPut []*runner
+	var allRows, withPutRows []*[]Result
+	for _, o := range open {
+		all, allRows = append(all, o.r), append(allRows, &o.rows)
+		withPut, withPutRows = append(withPut, o.r), append(withPutRows, &o.rows)
+		if o.put != nil {
+			withPut, withPutRows = append(withPut, o.put), append(withPutRows, &o.putRows)
+		}
+	}
+	add := func(rows []*[]Result, res []Result) {
+		for i, r := range res {
+			if r.Target != "" {
+				*rows[i] = append(*rows[i], r)
+			}
+		}
+	}
+	for _, w := range cfg.CreateWorkers {
+		res, err := inRounds(ctx, withPut, "create", w, cfg.Creates, cfg.Rounds, createBatch(w))
+		add(withPutRows, res)
+		if err != nil {
+			return err
+		}
+	}
+	res, err := inRounds(ctx, all, "get", cfg.Concurrency, cfg.Gets, cfg.Rounds, getBatch(cfg))
+	add(allRows, res)
+	if err != nil {
+		return err
+	}
+	conflicts := map[*runner]*atomic.Int64{}
+	for _, r := range all {
+		if err := r.updateSetup(ctx); err != nil {
+			return fmt.Errorf("%s: %w", r.target.Name(), err)
+		}
+		conflicts[r] = new(atomic.Int64)
+	}
+	res, err = inRounds(ctx, all, "update", cfg.Concurrency, cfg.Updates, cfg.Rounds, updateBatch(cfg, conflicts))
+	for i := range res {
+		if res[i].Target != "" {
+			res[i].Notes = fmt.Sprintf("%d conflicts retried, %s", conflicts[all[i]].Load(), res[i].Notes)
+		}
+	}
+	add(allRows, res)
+	return err
+}
+
+// perTarget runs the workloads that are not ratios of throughput on the
+// target alone: memory under load, etcd value size, lists, watch and
+// profiles.
+func (o *openTarget) perTarget(ctx context.Context, cfg Config, etcdConfig etcd.ClientConfig) error {
+	r := o.r
 	add := func(res Result, err error) error {
 		if res.Target != "" { // a workload that failed before measuring has no row
-			results = append(results, res)
+			o.rows = append(o.rows, res)
 		}
 		return err
 	}
-	for _, w := range cfg.CreateWorkers {
-		if err := add(r.create(ctx, w)); err != nil {
-			return results, err
-		}
-	}
-	if err := add(r.get(ctx)); err != nil {
-		return results, err
-	}
-	if err := add(r.update(ctx)); err != nil {
-		return results, err
-	}
 	mem, err := r.loadList(ctx)
-	results = append(results, mem...)
+	o.rows = append(o.rows, mem...)
 	if err != nil {
-		return results, err
+		return err
 	}
-	if prefix := map[string]string{"etcd": "/bench-etcd", "inprocess": "/bench-inprocess", "self": "/bench-self"}[name]; prefix != "" {
+	if prefix := map[string]string{"etcd": "/bench-etcd", "inprocess": "/bench-inprocess", "self": "/bench-self"}[o.name]; prefix != "" {
 		mt := cfg.StorageMediaType
-		if name == "etcd" {
+		if o.name == "etcd" {
 			mt = "" // raw etcd always writes the JSON bytes
 		}
-		size, err := valueSizeRow(ctx, etcdConfig, name, prefix, mt)
+		size, err := valueSizeRow(ctx, etcdConfig, o.name, prefix, mt)
 		if err != nil {
-			return results, err
+			return err
 		}
-		results = append(results, size)
+		o.rows = append(o.rows, size)
 	}
 	for _, l := range []struct {
 		workload, rv string
@@ -278,18 +388,18 @@ func runTarget(ctx context.Context, cfg Config, enc wireEncoding, name, tmp stri
 		{fmt.Sprintf("list limit=%d", cfg.PageSize), "", cfg.PageSize},
 	} {
 		if err := add(r.list(ctx, l.workload, l.rv, l.limit)); err != nil {
-			return results, err
+			return err
 		}
 	}
 	if err := add(r.watch(ctx)); err != nil {
-		return results, err
+		return err
 	}
-	if cfg.CPUProfileDir != "" && profile != nil {
-		if err := r.profiles(ctx, profile); err != nil {
-			return results, err
+	if cfg.CPUProfileDir != "" && o.profile != nil {
+		if err := r.profiles(ctx, o.profile); err != nil {
+			return err
 		}
 	}
-	return results, nil
+	return nil
 }
 
 // valueSizeRow reports the size of one loaded sample's value in etcd,

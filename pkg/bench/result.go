@@ -34,9 +34,24 @@ type Result struct {
 	// events, what a memory figure covers.
 	Notes string `json:"notes,omitempty"`
 	// VsEtcd is the target's speed relative to raw etcd on the same workload
-	// in the same run (throughput ratio, or etcd's p50 over the target's for
-	// lists); 0 when there is no etcd row to compare with.
+	// in the same run, 0 when there is no etcd row to compare with. For the
+	// workloads run in rounds (Rounds > 0) it is the median of the
+	// per-round throughput ratios (VsEtcdRounds); for lists and watches,
+	// etcd's p50 over the target's.
 	VsEtcd float64 `json:"vsEtcd,omitempty"`
+
+	// Rounds is the number of alternating rounds the workload ran in
+	// (create, get, update); 0 for workloads run once per target.
+	Rounds int `json:"rounds,omitempty"`
+	// RoundOpsPerSec is the throughput of each round, in round order.
+	RoundOpsPerSec []float64 `json:"roundOpsPerSec,omitempty"`
+	// VsEtcdRounds is the throughput ratio against raw etcd of each round
+	// (this target's round k over etcd's round k), in round order.
+	VsEtcdRounds []float64 `json:"vsEtcdRounds,omitempty"`
+	// VsEtcdMin and VsEtcdMax are the smallest and largest of VsEtcdRounds:
+	// the spread of the median VsEtcd.
+	VsEtcdMin float64 `json:"vsEtcdMin,omitempty"`
+	VsEtcdMax float64 `json:"vsEtcdMax,omitempty"`
 }
 
 // key identifies the comparable row of another target.
@@ -44,6 +59,8 @@ func (r Result) key() string { return fmt.Sprintf("%s/%d", r.Workload, r.Workers
 
 // addRatios fills VsEtcd of every row that has an etcd counterpart. Creates
 // are compared with etcd's create-if-absent transaction (target "etcd").
+// Rows run in rounds with etcd get per-round ratios (VsEtcdRounds), their
+// median as VsEtcd and their range.
 func addRatios(results []Result) {
 	base := map[string]Result{}
 	for _, r := range results {
@@ -57,6 +74,17 @@ func addRatios(results []Result) {
 			continue
 		}
 		switch {
+		case len(r.RoundOpsPerSec) > 0 && len(r.RoundOpsPerSec) == len(b.RoundOpsPerSec):
+			ratios := make([]float64, 0, len(r.RoundOpsPerSec))
+			for k, v := range r.RoundOpsPerSec {
+				if b.RoundOpsPerSec[k] > 0 {
+					ratios = append(ratios, v/b.RoundOpsPerSec[k])
+				}
+			}
+			if len(ratios) > 0 {
+				results[i].VsEtcdRounds = ratios
+				results[i].VsEtcd, results[i].VsEtcdMin, results[i].VsEtcdMax = medianSpread(ratios)
+			}
 		case strings.HasPrefix(r.Workload, "list"), r.Workload == "watch":
 			if r.P50 > 0 {
 				results[i].VsEtcd = float64(b.P50) / float64(r.P50)
@@ -73,7 +101,7 @@ func WriteTable(w io.Writer, results []Result) error {
 	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tWORKERS\tOPS\tOPS/S\tP50\tP99\tVALUE\tVS ETCD\tNOTES")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Target, r.Workload, r.Workers, r.Ops,
-			blankIfZero(r.OpsPerSec, "%.0f"), dur(r.P50), dur(r.P99), value(r), blankIfZero(r.VsEtcd, "%.2fx"), r.Notes)
+			blankIfZero(r.OpsPerSec, "%.0f"), dur(r.P50), dur(r.P99), value(r), vsEtcd(r), r.Notes)
 	}
 	return tw.Flush()
 }
@@ -83,6 +111,15 @@ func WriteJSON(w io.Writer, results []Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(results)
+}
+
+// vsEtcd formats the VS ETCD column: the ratio, and for rows run in
+// rounds the range of the per-round ratios after it.
+func vsEtcd(r Result) string {
+	if len(r.VsEtcdRounds) > 1 {
+		return fmt.Sprintf("%.2fx (%.2f-%.2f)", r.VsEtcd, r.VsEtcdMin, r.VsEtcdMax)
+	}
+	return blankIfZero(r.VsEtcd, "%.2fx")
 }
 
 func blankIfZero(v float64, format string) string {

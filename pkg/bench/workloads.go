@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,51 +105,6 @@ func (r *runner) row(workload string, workers int, lat latencies, elapsed time.D
 		Target: r.target.Name(), Workload: workload, Workers: workers, Ops: len(lat),
 		OpsPerSec: float64(len(lat)) / elapsed.Seconds(), P50: lat.percentile(50), P99: lat.percentile(99),
 	}
-}
-
-// create stores cfg.Creates new samples with the given number of workers.
-func (r *runner) create(ctx context.Context, workers int) (Result, error) {
-	ns := fmt.Sprintf("%s-%d", nsCreate, workers)
-	lat, elapsed, err := r.parallel(ctx, fmt.Sprintf("create c=%d", workers), r.cfg.Creates, workers, func(ctx context.Context, i int) error {
-		_, err := r.target.Create(ctx, ns, fmt.Sprintf("s-%d", i), r.sample(ns, fmt.Sprintf("s-%d", i)))
-		return err
-	})
-	return r.row("create", workers, lat, elapsed), err
-}
-
-// get reads random samples written by the last create workload (with
-// CreateWorkers' last count of workers).
-func (r *runner) get(ctx context.Context) (Result, error) {
-	ns := fmt.Sprintf("%s-%d", nsCreate, r.cfg.CreateWorkers[len(r.cfg.CreateWorkers)-1])
-	lat, elapsed, err := r.parallel(ctx, "get", r.cfg.Gets, r.cfg.Concurrency, func(ctx context.Context, _ int) error {
-		return r.target.Get(ctx, ns, fmt.Sprintf("s-%d", rand.IntN(r.cfg.Creates)))
-	})
-	return r.row("get", r.cfg.Concurrency, lat, elapsed), err
-}
-
-// update runs read-modify-write cycles on UpdateObjects samples with
-// Concurrency workers, retrying conflicts; it reports how many there were.
-func (r *runner) update(ctx context.Context) (Result, error) {
-	if _, _, err := r.parallel(ctx, "update: setup", r.cfg.UpdateObjects, r.cfg.Concurrency, func(ctx context.Context, i int) error {
-		_, err := r.target.Create(ctx, nsUpdate, fmt.Sprintf("u-%d", i), r.sample(nsUpdate, fmt.Sprintf("u-%d", i)))
-		return err
-	}); err != nil {
-		return Result{}, err
-	}
-	var conflicts atomic.Int64
-	lat, elapsed, err := r.parallel(ctx, "update", r.cfg.Updates, r.cfg.Concurrency, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("u-%d", rand.IntN(r.cfg.UpdateObjects))
-		for {
-			_, err := r.target.Update(ctx, nsUpdate, name, int64(i))
-			if !errors.Is(err, errConflict) {
-				return err
-			}
-			conflicts.Add(1)
-		}
-	})
-	res := r.row("update", r.cfg.Concurrency, lat, elapsed)
-	res.Notes = fmt.Sprintf("%d conflicts retried", conflicts.Load())
-	return res, err
 }
 
 // loadList stores ListObjects samples for the list workloads and reports
