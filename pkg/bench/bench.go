@@ -294,7 +294,7 @@ func openTargetFor(ctx context.Context, cfg Config, enc wireEncoding, name, tmp 
 			o.closers = append(o.closers, func() {
 				if cpu1, err := t.CPU(); err == nil {
 					o.rows = append(o.rows, Result{Target: t.Name(), Workload: "server cpu", Value: (cpu1 - cpu0).Seconds(),
-						Notes: "user+system CPU seconds of the server process from its start (or the bench's first request) until its last workload (/proc)"})
+						Notes: "user+system CPU seconds of the server process from when the bench opened it to its last workload, the other targets' rounds included (/proc)"})
 				}
 			})
 		}

@@ -34,6 +34,7 @@ func quickConfig(t *testing.T) bench.Config {
 	cfg := bench.DefaultConfig()
 	cfg.Executable = exe
 	cfg.Creates, cfg.Gets, cfg.Updates, cfg.UpdateObjects = 20, 20, 20, 3
+	cfg.Rounds = 3
 	cfg.ListObjects, cfg.ListRuns, cfg.PageSize = 30, 2, 7
 	cfg.Watchers, cfg.WatchUpdates, cfg.WatchRate = 3, 5, 200
 	return cfg
@@ -74,10 +75,47 @@ func TestQuickRun(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("rows missing: %v", want)
 	}
+	checkRoundRows(t, cfg, results)
 	for _, f := range []string{"inprocess-create.pprof", "inprocess-list.pprof", "self-create.pprof", "self-list.pprof"} {
 		if st, err := os.Stat(filepath.Join(cfg.CPUProfileDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s: %v", f, err)
 		}
+	}
+}
+
+// checkRoundRows checks the rows of the workloads run in rounds: every
+// round ran on every target (each object created once: names unique across
+// rounds), and the rows other than etcd's own carry a median ratio against
+// etcd inside the range of their per-round ratios.
+func checkRoundRows(t *testing.T, cfg bench.Config, results []bench.Result) {
+	t.Helper()
+	ops := map[string]int{"create": cfg.Creates, "get": cfg.Gets, "update": cfg.Updates}
+	seen := 0
+	for _, r := range results {
+		n, ok := ops[r.Workload]
+		if !ok {
+			if r.Rounds != 0 || r.VsEtcdRounds != nil {
+				t.Errorf("%s %s: rounds on a workload run once: %+v", r.Target, r.Workload, r)
+			}
+			continue
+		}
+		seen++
+		if r.Ops != n || r.Rounds != cfg.Rounds || len(r.RoundOpsPerSec) != cfg.Rounds || r.OpsPerSec <= 0 {
+			t.Errorf("%s %s/%d: ops %d, rounds %d, per round %v, %v/s; want %d ops in %d rounds", r.Target, r.Workload, r.Workers, r.Ops, r.Rounds, r.RoundOpsPerSec, r.OpsPerSec, n, cfg.Rounds)
+		}
+		if r.Target == "etcd" {
+			if r.VsEtcd != 0 || r.VsEtcdRounds != nil {
+				t.Errorf("etcd %s/%d has a ratio against itself: %v %v", r.Workload, r.Workers, r.VsEtcd, r.VsEtcdRounds)
+			}
+			continue
+		}
+		if len(r.VsEtcdRounds) != cfg.Rounds || !(r.VsEtcdMin > 0 && r.VsEtcdMin <= r.VsEtcd && r.VsEtcd <= r.VsEtcdMax && r.VsEtcdMax < 1000) {
+			t.Errorf("%s %s/%d: vsEtcd %v (%v-%v), per round %v", r.Target, r.Workload, r.Workers, r.VsEtcd, r.VsEtcdMin, r.VsEtcdMax, r.VsEtcdRounds)
+		}
+	}
+	// Three targets with creates, get and update; etcd-put with creates.
+	if want := 3*(len(cfg.CreateWorkers)+2) + len(cfg.CreateWorkers); seen != want {
+		t.Errorf("%d rows run in rounds, want %d", seen, want)
 	}
 }
 
