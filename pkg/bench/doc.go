@@ -7,8 +7,10 @@
 // puts of the same bytes), the in-process client, a `customapi serve`
 // started for the run, or any server reached through a kubeconfig. Each
 // workload (create, get, update, list, watch, memory) runs against each
-// target and yields a Result row; Report prints them with ratios against
-// raw etcd.
+// target and yields a Result row; WriteTable and WriteJSON print them with
+// ratios against raw etcd. Create, get and update alternate the targets in
+// rounds (Config.Rounds), and their ratio is the median of the per-round
+// ratios, with its range.
 //
 // Figures depend on the machine and on what else runs on it: compare rows of
 // one run, not runs of different days.
