@@ -40,8 +40,9 @@ need are created first on servers that have a namespaces API (GET, then POST /ap
 All targets are opened first. The throughput workloads (create with each --create-workers count,
 get, update) then run in --rounds alternating rounds: each round gives every target a short batch
 (1/rounds of the workload; object names stay unique across rounds), one target after the other,
-the order rotated by one each round, so that disk and CPU noise of a moment lands on every target
-alike instead of on one side of a ratio. Memory, lists, watch and profiles then run on one target
+the order rotated by one each round, each batch after an untimed garbage collection of this
+process, so that disk and CPU noise of a moment lands on every target alike instead of on one side
+of a ratio. Memory, lists, watch and profiles then run on one target
 after the other.
 
 The object is ~600 bytes of JSON: 10 labels, 5 strings, 20 integers. Ctrl-C stops the run and

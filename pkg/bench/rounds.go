@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,8 @@ type roundTally struct {
 // rounds: round k runs items [k*n/rounds, (k+1)*n/rounds) on each runner
 // in turn, the order rotated by one each round (so that no target always
 // follows the same one), and every runner finishes round k before any
-// starts round k+1. Item numbers, and so object names, are unique across
+// starts round k+1. Each batch starts after a garbage collection of this
+// process. Item numbers, and so object names, are unique across
 // rounds. It returns one row per runner, res[i] for runners[i]: throughput
 // and latencies over all rounds, and the throughput of each round in
 // RoundOpsPerSec (addRatios turns those into per-round ratios). rounds is
@@ -42,6 +44,10 @@ rounds:
 		label := fmt.Sprintf("%s c=%d round %d/%d", workload, workers, k+1, rounds)
 		for j := range runners {
 			i := (j + k) % len(runners)
+			// Collect this process's garbage (it also holds the embedded
+			// etcd and the in-process target) untimed, so that the
+			// previous batch's is not collected on this one's time.
+			runtime.GC()
 			lat, elapsed, berr := batch(ctx, runners[i], label, from, to)
 			if berr != nil {
 				err = fmt.Errorf("%s: %w", runners[i].target.Name(), berr)
