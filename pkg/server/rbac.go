@@ -51,6 +51,7 @@ func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) e
 		return fmt.Errorf("server: %w", err)
 	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
+		go func(ctx context.Context) { _ = s.rbac.RunCache(asServer(ctx)) }(hc)
 		go func(ctx context.Context) { _ = s.rbac.RunAggregation(asServer(ctx)) }(hc)
 		return nil
 	})

@@ -48,10 +48,11 @@ var (
 type API struct {
 	defs common.GetOpenAPIDefinitions
 
-	mu    sync.RWMutex
-	reg   *registry.Registry
-	authz *rbac.Authorizer
-	check rbac.EscalationCheck
+	mu     sync.RWMutex
+	reg    *registry.Registry
+	authz  *rbac.Authorizer
+	policy *policyCache
+	check  rbac.EscalationCheck
 }
 
 // New returns an API whose resources carry defs as their OpenAPI definitions (the generated definitions of
@@ -72,7 +73,9 @@ func (a *API) Resources() []resource.Resource {
 }
 
 // Bind connects the API to reg, which must have been opened with [API.Resources], and returns the RBAC
-// authorizer over reg's stores (an authorizer.Authorizer and authorizer.RuleResolver). union, if not nil, is
+// authorizer over reg's stores (an authorizer.Authorizer and authorizer.RuleResolver). The authorizer reads
+// the stores (their watch caches) until [API.RunCache] has synced its in-memory copy of the policy, then that
+// copy. union, if not nil, is
 // what the escalation check asks whether a user may "bind" or "escalate" (the server's whole authorizer, as
 // kube-apiserver asks its chain); nil asks the RBAC authorizer alone. Errors: reg does not serve the four
 // resources.
@@ -81,15 +84,43 @@ func (a *API) Bind(reg *registry.Registry, union authorizer.UnconditionalAuthori
 	if err != nil {
 		return nil, err
 	}
-	authz, err := rbac.New(src)
+	policy, err := newPolicyCache(src)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := rbac.New(policy)
 	if err != nil {
 		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.reg, a.authz = reg, authz
+	a.reg, a.authz, a.policy = reg, authz, policy
 	a.check = rbac.EscalationCheck{Rules: authz, Authorizer: union}
 	return authz, nil
+}
+
+// RunCache keeps the authorizer's in-memory copy of the policy until ctx ends: client-go shared informers of
+// the four resources, listing and watching through the in-process client, read through listers without a
+// copy (kube-apiserver's RBAC authorizer reads shared informers the same way). Once all four have synced,
+// the authorizer reads them instead of the stores; a decision may then lag a policy write by the watch's
+// delivery (milliseconds), as it does in kube-apiserver. It returns nil when ctx ends after the sync.
+// Errors: not bound; called twice; ctx ended before the sync (the authorizer keeps reading the stores).
+func (a *API) RunCache(ctx context.Context) error {
+	a.mu.RLock()
+	policy := a.policy
+	a.mu.RUnlock()
+	if policy == nil {
+		return errors.New("rbacapi: RunCache before Bind")
+	}
+	return policy.run(ctx)
+}
+
+// HasSynced reports whether the authorizer reads the in-memory copy of [API.RunCache] (all four informers
+// have synced) rather than the stores.
+func (a *API) HasSynced() bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.policy != nil && a.policy.synced.Load()
 }
 
 // SetEscalationAuthorizer replaces the authorizer the escalation check asks about "bind" and "escalate" (see

@@ -4,12 +4,14 @@
 // aggregation loop and creates the bootstrap policy.
 //
 // Use: declare [API.Resources] with the other resources of a registry, open it, then [API.Bind] the registry
-// (before serving requests), [API.Bootstrap] once, and run [API.RunAggregation] until the server stops:
+// (before serving requests), [API.Bootstrap] once, and run [API.RunCache] (the authorizer's informers) and
+// [API.RunAggregation] until the server stops:
 //
 //	api := rbacapi.New()
 //	reg, err := registry.Open(ctx, cfg, append(myResources, api.Resources()...)...)
 //	authz, err := api.Bind(reg, nil)
 //	err = api.Bootstrap(ctx, extraAggregated)
+//	go api.RunCache(ctx)
 //	go api.RunAggregation(ctx)
 //
 // Escalation prevention runs on both doors, in the registry's create and update of the four resources (their
