@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -128,12 +129,22 @@ func checkValue(path *field.Path, v any, t reflect.Type, errs *field.ErrorList) 
 	}
 }
 
+// fieldsByType caches jsonFields per struct type (reflect.Type keys,
+// map[string]reflect.Type values, never modified once stored): a type's
+// fields do not change, and every check of a body walks the same types.
+var fieldsByType sync.Map
+
 // jsonFields returns the JSON names of t's fields (a struct type) and their
-// types, flattening embedded and inline structs as encoding/json does.
+// types, flattening embedded and inline structs as encoding/json does. The
+// map is shared: callers must not modify it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsByType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
 	out := map[string]reflect.Type{}
 	addJSONFields(t, out, 0)
-	return out
+	m, _ := fieldsByType.LoadOrStore(t, out)
+	return m.(map[string]reflect.Type)
 }
 
 func addJSONFields(t reflect.Type, out map[string]reflect.Type, depth int) {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,10 +40,23 @@ type protoField struct {
 	typ      reflect.Type
 }
 
+// protoFieldsByType caches protoFields per struct type (reflect.Type keys,
+// map[protowire.Number]protoField values, never modified once stored).
+var protoFieldsByType sync.Map
+
 // protoFields returns t's fields by protobuf field number; embedded
 // structs without a protobuf tag are not flattened (go-to-protobuf gives
-// every encoded field its own tag).
+// every encoded field its own tag). The map is shared: callers must not
+// modify it.
 func protoFields(t reflect.Type) map[protowire.Number]protoField {
+	if m, ok := protoFieldsByType.Load(t); ok {
+		return m.(map[protowire.Number]protoField)
+	}
+	m, _ := protoFieldsByType.LoadOrStore(t, buildProtoFields(t))
+	return m.(map[protowire.Number]protoField)
+}
+
+func buildProtoFields(t reflect.Type) map[protowire.Number]protoField {
 	out := map[protowire.Number]protoField{}
 	for i := range t.NumField() {
 		f := t.Field(i)

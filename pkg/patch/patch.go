@@ -111,9 +111,9 @@ type Request struct {
 // managedFields. Before the Mechanism exists, For refuses: a body that
 // does not decode (400 BadRequest, ToJSON's checks), a merge patch,
 // strategic merge patch or apply body with a number the Go type cannot
-// hold exactly (422 Invalid naming the field, numbers.CheckYAML, as the
-// HTTP server's number filter), and another patch type (415
-// UnsupportedMediaType, as the HTTP server answers its Content-Type).
+// hold exactly (422 Invalid naming the field, numbers.CheckJSON or
+// CheckYAML, as the HTTP server's number filter), and another patch type
+// (415 UnsupportedMediaType, as the HTTP server answers its Content-Type).
 func For(res Resource, req Request) (Mechanism, error) {
 	if _, err := ToJSON(req.Type, req.Body); err != nil {
 		return nil, err
@@ -352,11 +352,17 @@ func applyPatch(res Resource, patchObj *unstructured.Unstructured, manager strin
 	}
 }
 
-// checkBody refuses, with Invalid (422), a JSON or YAML patch body holding
-// a number the Go type cannot hold exactly, decoded as the HTTP server's
-// number filter decodes it, so that both doors name a refused value alike.
+// checkBody refuses, with Invalid (422), a patch body holding a number the
+// Go type cannot hold exactly, decoded as the HTTP server's number filter
+// decodes it (apply YAML: numbers.CheckYAML; merge and strategic merge
+// patches, JSON by their media type: numbers.CheckJSON), so that both doors
+// name a refused value alike.
 func checkBody(res Resource, req Request) error {
-	return invalidNumbers(res, req.Name, numbers.CheckYAML(nil, req.Body, reflect.TypeOf(res.New())))
+	check := numbers.CheckJSON
+	if req.Type == types.ApplyYAMLPatchType {
+		check = numbers.CheckYAML
+	}
+	return invalidNumbers(res, req.Name, check(nil, req.Body, reflect.TypeOf(res.New())))
 }
 
 // checkObject is checkBody for a body already decoded (an apply CBOR body,

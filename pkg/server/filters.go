@@ -305,8 +305,10 @@ type numberChecker func(path *field.Path, data []byte, goType reflect.Type) fiel
 // method and media type, and false for the bodies it leaves alone.
 func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
 	switch {
-	case method == http.MethodPatch && (mediaType == string(types.ApplyYAMLPatchType) || mediaType == string(types.StrategicMergePatchType) || mediaType == string(types.MergePatchType)):
+	case method == http.MethodPatch && mediaType == string(types.ApplyYAMLPatchType):
 		return numbers.CheckYAML, true
+	case method == http.MethodPatch && (mediaType == string(types.StrategicMergePatchType) || mediaType == string(types.MergePatchType)):
+		return numbers.CheckJSON, true
 	case method == http.MethodPatch && mediaType == string(types.ApplyCBORPatchType),
 		(method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeCBOR:
 		return checkCBORBody, true
