@@ -64,7 +64,7 @@ func TestQuickRun(t *testing.T) {
 			want[target+" "+w] = true
 		}
 	}
-	want["self startup"], want["self memory after"], want["self server cpu"] = true, true, true
+	want["self startup"], want["self memory after"], want["self memory heap after"], want["self server cpu"] = true, true, true, true
 	want["etcd etcd value"], want["inprocess etcd value"], want["self etcd value"] = true, true, true
 	for _, r := range results {
 		delete(want, r.Target+" "+r.Workload)

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -184,4 +186,52 @@ func processRSS(pid int) (int64, string, error) {
 		}
 	}
 	return 0, "", fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// LiveHeap returns the server's live Go heap in bytes: it asks
+// /debug/pprof/heap?gc=1, which runs a garbage collection before writing
+// the profile, and then reads go_memstats_heap_alloc_bytes from /metrics,
+// so the figure is the heap that survived that collection (plus what the
+// two requests allocated since). It needs a server that serves both paths
+// to the target's credentials (customapi's admin with --profiling, the
+// default; kube-apiserver's system:masters); an error otherwise.
+func (t *httpTarget) LiveHeap(ctx context.Context) (int64, error) {
+	if _, err := t.getBody(ctx, "/debug/pprof/heap?gc=1"); err != nil {
+		return 0, err
+	}
+	metrics, err := t.getBody(ctx, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(metrics, "\n") {
+		if rest, ok := strings.CutPrefix(line, "go_memstats_heap_alloc_bytes "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				return 0, fmt.Errorf("/metrics: go_memstats_heap_alloc_bytes: %w", err)
+			}
+			return int64(v), nil
+		}
+	}
+	return 0, errors.New("/metrics has no go_memstats_heap_alloc_bytes")
+}
+
+// getBody GETs a path of the server and returns the body of a 200 answer.
+func (t *httpTarget) getBody(ctx context.Context, path string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+path, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return string(body), nil
 }

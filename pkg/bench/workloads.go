@@ -112,6 +112,12 @@ func (r *runner) row(workload string, workers int, lat latencies, elapsed time.D
 func (r *runner) loadList(ctx context.Context) ([]Result, error) {
 	var out []Result
 	before, what, memErr := r.target.Memory()
+	heap, _ := r.target.(liveHeapReader)
+	var heapBefore int64
+	var heapErr error = errNoMemory
+	if heap != nil {
+		heapBefore, heapErr = heap.LiveHeap(ctx)
+	}
 	_, _, err := r.parallel(ctx, "list: load", r.cfg.ListObjects, r.cfg.Concurrency, func(ctx context.Context, i int) error {
 		_, err := r.target.Create(ctx, nsList, fmt.Sprintf("l-%05d", i), r.sample(nsList, fmt.Sprintf("l-%05d", i)))
 		return err
@@ -132,7 +138,21 @@ func (r *runner) loadList(ctx context.Context) ([]Result, error) {
 					Notes: fmt.Sprintf("+%.1f MB for %d objects", float64(after-before)/1e6, r.cfg.ListObjects)})
 		}
 	}
+	if heapErr == nil {
+		if heapAfter, err := heap.LiveHeap(ctx); err == nil {
+			out = append(out,
+				Result{Target: r.target.Name(), Workload: "memory heap before", Value: float64(heapBefore), Notes: "live Go heap of the server (after a forced GC)"},
+				Result{Target: r.target.Name(), Workload: "memory heap after", Ops: r.cfg.ListObjects, Value: float64(heapAfter),
+					Notes: fmt.Sprintf("+%.1f MB for %d objects; the rest of the RSS growth is GC headroom and freed memory not yet returned", float64(heapAfter-heapBefore)/1e6, r.cfg.ListObjects)})
+		}
+	}
 	return out, nil
+}
+
+// liveHeapReader is a target that can report its server's live Go heap in
+// bytes (httpTarget.LiveHeap), besides its resident memory.
+type liveHeapReader interface {
+	LiveHeap(ctx context.Context) (int64, error)
 }
 
 // list times ListRuns full lists of the loaded samples, one at a time.
