@@ -104,7 +104,7 @@ zero or not applicable. With --quick the figures mean nothing.`,
 	f.IntVar(&cfg.WatchRate, "watch-rate", cfg.WatchRate, "Updates per second in the watch workload.")
 	f.StringVar(&cfg.StorageMediaType, "storage-media-type", "", "Encoding in etcd for the inprocess and self targets: application/json (default), application/yaml, application/cbor or application/vnd.kubernetes.protobuf.")
 	f.StringVar(&cfg.ContentType, "content-type", "json", "Wire encoding of the self and kubeconfig targets (bodies and the only accepted answer type, watches included): json, cbor or protobuf. A server that does not serve it fails the run (406/415).")
-	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self: /debug/pprof of the server; inprocess: this process).")
+	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self: /debug/pprof of the server; inprocess: this process), TARGET-WORKLOAD.pprof, each with TARGET-WORKLOAD.pprof.ops: the operations completed while profiled.")
 	f.BoolVar(&quick, "quick", false, "Tiny sizes: a smoke test of every workload in seconds (figures meaningless).")
 	return cmd
 }

@@ -428,27 +428,46 @@ func (r *runner) profiles(ctx context.Context, profile func(context.Context, str
 	}
 	base := filepath.Join(r.cfg.CPUProfileDir, r.target.Name())
 	ns := nsProfile
+	var ops atomic.Int64
 	create := func(ctx context.Context) error {
 		// i is unique across the workers (parallel hands it out
 		// atomically); a shared counter here would be a data race.
 		_, _, err := r.parallel(ctx, "profile: create", 1<<30, r.cfg.Concurrency, func(ctx context.Context, i int) error {
 			name := fmt.Sprintf("p-%d-%d", time.Now().UnixNano(), i)
 			_, err := r.target.Create(ctx, ns, name, r.sample(ns, name))
+			if err == nil {
+				ops.Add(1)
+			}
 			return err
 		})
 		return err
 	}
-	if err := profile(ctx, base+"-create.pprof", create); err != nil {
+	if err := profileCounting(ctx, profile, base+"-create.pprof", create, &ops); err != nil {
 		return err
 	}
 	list := func(ctx context.Context) error {
 		_, _, err := r.parallel(ctx, "profile: list", 1<<30, 1, func(ctx context.Context, _ int) error {
 			_, err := r.target.List(ctx, nsList, "", 0)
+			if err == nil {
+				ops.Add(1)
+			}
 			return err
 		})
 		return err
 	}
-	return profile(ctx, base+"-list.pprof", list)
+	return profileCounting(ctx, profile, base+"-list.pprof", list, &ops)
+}
+
+// profileCounting runs profile of work into file and then writes, beside
+// it, file with ".ops" appended: the number of operations work completed
+// while profiled (ops, reset first), one decimal integer and a newline, so
+// that the profile's CPU seconds divide into CPU per operation.
+func profileCounting(ctx context.Context, profile func(context.Context, string, func(context.Context) error) error, file string, work func(context.Context) error, ops *atomic.Int64) error {
+	ops.Store(0)
+	if err := profile(ctx, file, work); err != nil {
+		return err
+	}
+	return os.WriteFile(file+".ops", fmt.Appendf(nil, "%d\n", ops.Load()), 0o644)
 }
 
 // profileSelf profiles this process while work runs for ProfileSeconds.

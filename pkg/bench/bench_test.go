@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,10 @@ func TestQuickRun(t *testing.T) {
 	for _, f := range []string{"inprocess-create.pprof", "inprocess-list.pprof", "self-create.pprof", "self-list.pprof"} {
 		if st, err := os.Stat(filepath.Join(cfg.CPUProfileDir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("profile %s: %v", f, err)
+		}
+		data, err := os.ReadFile(filepath.Join(cfg.CPUProfileDir, f+".ops"))
+		if n, perr := strconv.Atoi(strings.TrimSpace(string(data))); err != nil || perr != nil || n <= 0 {
+			t.Errorf("profile %s.ops: %q %v %v, want a positive count", f, data, err, perr)
 		}
 	}
 }
