@@ -197,7 +197,10 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	return r, nil
 }
 
-// openStores creates one store per resource. Creating a store connects to
+// openParallel bounds how many stores openStores creates at once.
+const openParallel = 8
+
+// openStores creates one store per resource, several at once. Creating a store connects to
 // etcd, which k8s.io/apiserver bounds (20 s) but does not let a context
 // end, so this returns as soon as ctx ends; the stores created meanwhile
 // are destroyed once their creation is over.
@@ -215,18 +218,33 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 			done <- r
 			return
 		}
-		for _, res := range resources {
-			resGetter, err := storedAsGetter(getter, res, resources)
-			if err != nil {
-				r.err = err
-				break
+		// Each store dials etcd with a client of its own and waits for
+		// the connection (k8s.io/apiserver's storage factory): in
+		// parallel, at most openParallel at once, the first error in
+		// the order of resources reported.
+		stores := make([]*Store, len(resources))
+		errs := make([]error, len(resources))
+		sem := make(chan struct{}, openParallel)
+		var wg sync.WaitGroup
+		for i, res := range resources {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				resGetter, err := storedAsGetter(getter, res, resources)
+				if err == nil {
+					stores[i], err = newStore(scheme, res, resGetter, tc)
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, res := range resources {
+			if stores[i] != nil {
+				r.stores[res.GroupVersionResource()] = stores[i]
 			}
-			st, err := newStore(scheme, res, resGetter, tc)
-			if err != nil {
-				r.err = err
-				break
+			if errs[i] != nil && r.err == nil {
+				r.err = errs[i]
 			}
-			r.stores[res.GroupVersionResource()] = st
 		}
 		done <- r
 	}()
