@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/customapi/customapi/pkg/rbac"
 )
+
+// bootstrapParallel bounds how many bootstrap objects Bootstrap creates at once.
+const bootstrapParallel = 8
 
 // FieldManager is the field manager of the objects this package writes (bootstrap policy, aggregated rules).
 const FieldManager = "customapi-rbac"
@@ -50,16 +54,22 @@ func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource
 	for i := range haveBindings.Items {
 		existing["clusterrolebinding/"+haveBindings.Items[i].Name] = true
 	}
-	var errs []error
+	// The missing objects are created several at once (each create waits for etcd's fsync); errors are
+	// reported in the policy's order.
+	var creates []func() error
 	createdBinding := false
 	for i := range roles {
 		if existing["clusterrole/"+roles[i].Name] {
 			continue
 		}
-		_, err := src.clusterRoles.Create(ctx, &roles[i], metav1.CreateOptions{FieldManager: FieldManager})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("clusterrole %s: %w", roles[i].Name, err))
-		}
+		role := &roles[i]
+		creates = append(creates, func() error {
+			_, err := src.clusterRoles.Create(ctx, role, metav1.CreateOptions{FieldManager: FieldManager})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("clusterrole %s: %w", role.Name, err)
+			}
+			return nil
+		})
 	}
 	for i := range policy.ClusterRoleBindings {
 		b := &policy.ClusterRoleBindings[i]
@@ -67,11 +77,25 @@ func (a *API) Bootstrap(ctx context.Context, resources []rbac.AggregatedResource
 			continue
 		}
 		createdBinding = true
-		_, err := src.clusterRoleBindings.Create(ctx, b, metav1.CreateOptions{FieldManager: FieldManager})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("clusterrolebinding %s: %w", b.Name, err))
-		}
+		creates = append(creates, func() error {
+			_, err := src.clusterRoleBindings.Create(ctx, b, metav1.CreateOptions{FieldManager: FieldManager})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("clusterrolebinding %s: %w", b.Name, err)
+			}
+			return nil
+		})
 	}
+	errs := make([]error, len(creates))
+	sem := make(chan struct{}, bootstrapParallel)
+	var wg sync.WaitGroup
+	for i, create := range creates {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = create()
+		})
+	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rbacapi: bootstrap policy: %w", err)
 	}
