@@ -85,7 +85,8 @@ type Embedded struct {
 // a local process without read access to the data dir can neither read nor
 // write. There is no peer listener. Once ready it records the client URL in
 // <DataDir>/endpoints (EndpointsFileName; RunningEmbedded reads it), which
-// Close removes. It returns an error if the
+// Close removes. A single member is asked to elect itself at once rather
+// than after raft's randomized election timeout (campaignAlone). It returns an error if the
 // configuration is invalid, the port cannot be bound, the data directory or
 // certificates cannot be used, or the server is not ready within
 // cfg.ReadyTimeout or before ctx ends; in each case nothing is left running.
