@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -164,6 +165,13 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 			_ = r.Close()
 		}
 	}()
+	// The server-side apply schema needs no etcd: it is built while the
+	// embedded etcd starts (openStores waits for it).
+	converter := make(chan typeConverter, 1)
+	go func() {
+		tc, err := resource.NewTypeConverter(scheme, resources...)
+		converter <- typeConverter{tc, err}
+	}()
 	if cfg.EmbeddedEtcd != nil {
 		if r.embedded, err = etcd.StartEmbedded(ctx, *cfg.EmbeddedEtcd); err != nil {
 			return nil, err
@@ -176,7 +184,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		return nil, err
 	}
 	r.getter = getter
-	if r.stores, err = openStores(ctx, scheme, getter, resources); err != nil {
+	if r.stores, err = openStores(ctx, scheme, getter, converter, resources); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
 		}
@@ -197,11 +205,22 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	return r, nil
 }
 
-// openStores creates one store per resource. Creating a store connects to
+// typeConverter is resource.NewTypeConverter's result, from the goroutine
+// that Open starts.
+type typeConverter struct {
+	tc  managedfields.TypeConverter
+	err error
+}
+
+// openParallel bounds how many stores openStores creates at once.
+const openParallel = 8
+
+// openStores creates one store per resource, several at once, with the
+// type converter from converter. Creating a store connects to
 // etcd, which k8s.io/apiserver bounds (20 s) but does not let a context
 // end, so this returns as soon as ctx ends; the stores created meanwhile
 // are destroyed once their creation is over.
-func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, resources []resource.Resource) (map[schema.GroupVersionResource]*Store, error) {
+func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, converter <-chan typeConverter, resources []resource.Resource) (map[schema.GroupVersionResource]*Store, error) {
 	type result struct {
 		stores map[schema.GroupVersionResource]*Store
 		err    error
@@ -209,24 +228,40 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 	done := make(chan result, 1)
 	go func() {
 		r := result{stores: map[schema.GroupVersionResource]*Store{}}
-		tc, err := resource.NewTypeConverter(scheme, resources...)
+		conv := <-converter
+		tc, err := conv.tc, conv.err
 		if err != nil {
 			r.err = err
 			done <- r
 			return
 		}
-		for _, res := range resources {
-			resGetter, err := storedAsGetter(getter, res, resources)
-			if err != nil {
-				r.err = err
-				break
+		// Each store dials etcd with a client of its own and waits for
+		// the connection (k8s.io/apiserver's storage factory): in
+		// parallel, at most openParallel at once, the first error in
+		// the order of resources reported.
+		stores := make([]*Store, len(resources))
+		errs := make([]error, len(resources))
+		sem := make(chan struct{}, openParallel)
+		var wg sync.WaitGroup
+		for i, res := range resources {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				resGetter, err := storedAsGetter(getter, res, resources)
+				if err == nil {
+					stores[i], err = newStore(scheme, res, resGetter, tc)
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, res := range resources {
+			if stores[i] != nil {
+				r.stores[res.GroupVersionResource()] = stores[i]
 			}
-			st, err := newStore(scheme, res, resGetter, tc)
-			if err != nil {
-				r.err = err
-				break
+			if errs[i] != nil && r.err == nil {
+				r.err = errs[i]
 			}
-			r.stores[res.GroupVersionResource()] = st
 		}
 		done <- r
 	}()

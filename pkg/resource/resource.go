@@ -295,15 +295,14 @@ func StatusField(obj runtime.Object) (reflect.Value, bool) {
 // OpenAPIDefinitionsOf returns the union of the resources' OpenAPI
 // definitions (each generated package also holds the meta/v1 ones), as the
 // API server's OpenAPI config and the registry's server-side apply schema
-// both need them.
+// both need them. A generated function shared by several resources is
+// called once per call of the union (distinctDefinitions).
 func OpenAPIDefinitionsOf(resources ...Resource) common.GetOpenAPIDefinitions {
+	defs := distinctDefinitions(resources)
 	return func(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 		out := map[string]common.OpenAPIDefinition{}
-		for _, r := range resources {
-			if r.OpenAPIDefinitions == nil {
-				continue
-			}
-			for name, def := range r.OpenAPIDefinitions(ref) {
+		for _, f := range defs {
+			for name, def := range f(ref) {
 				out[name] = def
 			}
 		}

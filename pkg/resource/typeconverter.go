@@ -25,11 +25,12 @@ import (
 // name, or the definitions hold no model of that name.
 func NewTypeConverter(scheme *runtime.Scheme, resources ...Resource) (managedfields.TypeConverter, error) {
 	names := make([]string, 0, len(resources))
+	known := modelNames{}
 	for _, r := range resources {
 		if r.OpenAPIDefinitions == nil {
 			return nil, fmt.Errorf("resource: %s has no OpenAPIDefinitions (generate them with openapi-gen; managedFields and server-side apply need them)", r.GroupResource())
 		}
-		if err := checkModelName(r); err != nil {
+		if err := checkModelName(r, known); err != nil {
 			return nil, err
 		}
 		names = append(names, openapiutil.GetCanonicalTypeName(r.New()))
@@ -54,15 +55,38 @@ func NewTypeConverter(scheme *runtime.Scheme, resources ...Resource) (managedfie
 // server-side apply fails at the first write ("no corresponding type") and
 // kubectl explain finds nothing, so NewTypeConverter (and with it
 // registry.Open) refuses the resource instead.
-func checkModelName(r Resource) error {
+// models caches the model names of package-level definitions functions
+// (definitionsKey) across the resources of one NewTypeConverter.
+func checkModelName(r Resource, models modelNames) error {
 	obj := r.New()
 	namer, ok := obj.(interface{ OpenAPIModelName() string })
 	if !ok {
 		return fmt.Errorf("resource: %s: Go type %T has no OpenAPI model name: add // +k8s:openapi-model-package=<reverse-dns-of-group>.<version> to its package's doc.go and regenerate (customapi-gen)", r.GroupResource(), obj)
 	}
-	defs := r.OpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
-	if _, ok := defs[namer.OpenAPIModelName()]; !ok {
+	if !models.has(r.OpenAPIDefinitions, namer.OpenAPIModelName()) {
 		return fmt.Errorf("resource: %s: its OpenAPIDefinitions have no model %q for Go type %T: regenerate them (customapi-gen) or set OpenAPIDefinitions to the package generated for this group", r.GroupResource(), namer.OpenAPIModelName(), obj)
 	}
 	return nil
+}
+
+// modelNames holds, per package-level definitions function
+// (definitionsKey), the model names it defines.
+type modelNames map[uintptr]map[string]bool
+
+// has reports whether defs define the model name, calling defs once per
+// package-level function for all the calls of has on m.
+func (m modelNames) has(defs common.GetOpenAPIDefinitions, name string) bool {
+	key, cacheable := definitionsKey(defs)
+	names, ok := m[key]
+	if !cacheable || !ok {
+		all := defs(func(path string) spec.Ref { return spec.MustCreateRef("#/definitions/" + path) })
+		names = make(map[string]bool, len(all))
+		for n := range all {
+			names[n] = true
+		}
+		if cacheable {
+			m[key] = names
+		}
+	}
+	return names[name]
 }

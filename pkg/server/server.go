@@ -31,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 	"k8s.io/component-base/compatibility"
+	"k8s.io/kube-openapi/pkg/common"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -68,6 +69,11 @@ type Server struct {
 	auditBackend audit.Backend
 
 	authn *structuredAuthenticator // --authentication-config; nil without
+
+	// The OpenAPI configs, completed by the generic server's New, that
+	// Run installs (installOpenAPI).
+	openAPIV2 *common.Config
+	openAPIV3 *common.OpenAPIV3Config
 
 	// In-flight limits (limits.go): every store reports its object count
 	// to objectCounts, which prices the LISTs seats charges.
@@ -261,12 +267,15 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 
-	defs := withBuiltinDefinitions(resource.OpenAPIDefinitionsOf(resources...))
+	defs := definitionsWithBuiltins(resources)
 	namer := openapinamer.NewDefinitionNamer(s.registry.Scheme())
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	gc.OpenAPIConfig.Info.Title = "customapi"
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
 	gc.OpenAPIV3Config.Info.Title = "customapi"
+	// installOpenAPI serves them, the v2 document built lazily.
+	gc.SkipOpenAPIInstallation = true
+	s.openAPIV2, s.openAPIV3 = gc.OpenAPIConfig, gc.OpenAPIV3Config
 
 	s.addEtcdCheck(gc)
 	// KMS plugins' health in /healthz and /readyz, not /livez, as
@@ -408,6 +417,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			}
 		})
 	}
+	installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
 	err = s.generic.PrepareRun().RunWithContext(ctx)
 	cancel()
 	watching.Wait()
