@@ -344,8 +344,9 @@ func newLogger(level string) (*zap.Logger, error) {
 // shutdownNoiseFilter drops the error-level lines etcd writes when its own
 // listeners are closed during a clean shutdown ("setting up serving from
 // embedded etcd failed" with "mux: server closed", "http: Server closed" or
-// "use of closed network connection"), and those about a port taken
-// between picking and binding it, which StartEmbedded retries.
+// "use of closed network connection"), those about a port taken between
+// picking and binding it, which StartEmbedded retries, and the storage
+// version monitor's first "missing term information" on a new data dir.
 type shutdownNoiseFilter struct{ zapcore.Core }
 
 func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
@@ -365,6 +366,19 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 	if strings.HasPrefix(ent.Message, "creating peer listener failed") || strings.HasPrefix(ent.Message, "creating client listener failed") {
 		for _, fl := range fields {
 			if err, ok := fl.Interface.(error); ok && isAddrInUse(err) {
+				return nil
+			}
+		}
+	}
+	// On a new data dir the member now elects itself within milliseconds
+	// (campaignAlone), before the backend's first commit (every 100 ms)
+	// has written the term; etcd's storage version monitor, woken by the
+	// cluster version the new leader sets, then fails once with "missing
+	// term information" and succeeds on its next round (every 4 s). The
+	// line says nothing wrong with the data: drop it.
+	if ent.Message == "failed to update storage version" {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && strings.Contains(err.Error(), "missing term information") {
 				return nil
 			}
 		}
