@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -218,7 +219,7 @@ const openParallel = 8
 // openStores creates one store per resource, several at once, with the
 // type converter from converter. Creating a store connects to
 // etcd, which k8s.io/apiserver bounds (20 s) but does not let a context
-// end, so this returns as soon as ctx ends; the stores created meanwhile
+// end, so this returns as soon as ctx ends or one store fails; the stores created meanwhile
 // are destroyed once their creation is over.
 func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.RESTOptionsGetter, converter <-chan typeConverter, resources []resource.Resource) (map[schema.GroupVersionResource]*Store, error) {
 	type result struct {
@@ -226,6 +227,10 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 		err    error
 	}
 	done := make(chan result, 1)
+	// The first store that fails ends the wait: the others may be queued
+	// behind k8s.io/apiserver's compactor lock, each for its own 20 s
+	// bound when etcd is unreachable.
+	firstErr := make(chan error, 1)
 	go func() {
 		r := result{stores: map[schema.GroupVersionResource]*Store{}}
 		conv := <-converter
@@ -238,15 +243,34 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 		// Each store dials etcd with a client of its own and waits for
 		// the connection (k8s.io/apiserver's storage factory): in
 		// parallel, at most openParallel at once, the first error in
-		// the order of resources reported.
+		// the order of resources reported once all are done. Once one
+		// has failed, Open returns its error at once (the stores
+		// created meanwhile are destroyed when their creation is over)
+		// and the stores not yet started are not started: with etcd
+		// unreachable each creation takes the whole 20 s bound, and
+		// upstream's compactor lock serializes them, so the start
+		// fails after one bound, as it did in sequence.
 		stores := make([]*Store, len(resources))
 		errs := make([]error, len(resources))
 		sem := make(chan struct{}, openParallel)
+		var failed atomic.Bool
 		var wg sync.WaitGroup
 		for i, res := range resources {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
+				if failed.Load() {
+					return
+				}
+				defer func() {
+					if errs[i] != nil {
+						failed.Store(true)
+						select {
+						case firstErr <- errs[i]:
+						default:
+						}
+					}
+				}()
 				resGetter, err := storedAsGetter(getter, res, resources)
 				if err == nil {
 					stores[i], err = newStore(scheme, res, resGetter, tc)
@@ -277,6 +301,9 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 			return nil, r.err
 		}
 		return r.stores, nil
+	case err := <-firstErr:
+		go func() { destroy(<-done) }()
+		return nil, err
 	case <-ctx.Done():
 		go func() { destroy(<-done) }()
 		return nil, ctx.Err()
