@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -85,8 +84,7 @@ type Embedded struct {
 // a local process without read access to the data dir can neither read nor
 // write. There is no peer listener. Once ready it records the client URL in
 // <DataDir>/endpoints (EndpointsFileName; RunningEmbedded reads it), which
-// Close removes. A single member is asked to elect itself at once rather
-// than after raft's randomized election timeout (campaignAlone). It returns an error if the
+// Close removes. It returns an error if the
 // configuration is invalid, the port cannot be bound, the data directory or
 // certificates cannot be used, or the server is not ready within
 // cfg.ReadyTimeout or before ctx ends; in each case nothing is left running.
@@ -126,21 +124,17 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			}
 			return nil, err
 		}
-		stopCampaign := campaignAlone(e)
-		var failed error
 		select {
 		case <-e.Server.ReadyNotify():
 		case err := <-e.Err():
-			failed = fmt.Errorf("etcd: server failed before ready: %w", err)
-		case <-time.After(readyTimeout):
-			failed = fmt.Errorf("etcd: server not ready after %s", readyTimeout)
-		case <-ctx.Done():
-			failed = fmt.Errorf("etcd: waiting for readiness: %w", ctx.Err())
-		}
-		stopCampaign()
-		if failed != nil {
 			e.Close()
-			return nil, failed
+			return nil, fmt.Errorf("etcd: server failed before ready: %w", err)
+		case <-time.After(readyTimeout):
+			e.Close()
+			return nil, fmt.Errorf("etcd: server not ready after %s", readyTimeout)
+		case <-ctx.Done():
+			e.Close()
+			return nil, fmt.Errorf("etcd: waiting for readiness: %w", ctx.Err())
 		}
 		endpoints := make([]string, 0, len(e.Clients))
 		for _, l := range e.Clients {
@@ -153,52 +147,6 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		return &Embedded{etcd: e, dataDir: dataDir, endpoints: endpoints, tls: tlsFiles}, nil
 	}
 	return nil, fmt.Errorf("etcd: no free ports after retries: %w", lastErr)
-}
-
-// campaignAlone has the member of a single-member cluster campaign at once
-// instead of after its randomized election timeout: etcd advances a
-// single member's election ticks to one short of the election timeout
-// (1 s), but raft randomizes the timeout over [1 s, 2 s), so the first
-// election of every start came 0.1-1 s after the server was up. It asks
-// raft to campaign through the public EtcdServer.Process with the message
-// a leader sends the target of a leadership transfer (MsgTimeoutNow): raft
-// then elects as on a timeout (the same checks: promotable, no unapplied
-// configuration change; a leader or candidate ignores it), one term up,
-// the single vote its own. It repeats every 2 ms until a leader is known,
-// since the first messages may come before the member applied its
-// bootstrap configuration (raft then refuses, as it would on a tick). A
-// cluster of more members is left to its own elections. The returned
-// function stops the repeating and waits for it; call it once.
-func campaignAlone(e *embed.Etcd) (stop func()) {
-	srv := e.Server
-	if len(srv.Cluster().Members()) != 1 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		id := uint64(srv.MemberID())
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for srv.Leader() == 0 {
-			msg := &raftpb.Message{Type: raftpb.MsgTimeoutNow.Enum(), To: &id, From: &id}
-			if err := srv.Process(ctx, msg); err != nil {
-				return
-			}
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				return
-			case <-srv.StopNotify():
-				return
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
@@ -344,9 +292,8 @@ func newLogger(level string) (*zap.Logger, error) {
 // shutdownNoiseFilter drops the error-level lines etcd writes when its own
 // listeners are closed during a clean shutdown ("setting up serving from
 // embedded etcd failed" with "mux: server closed", "http: Server closed" or
-// "use of closed network connection"), those about a port taken between
-// picking and binding it, which StartEmbedded retries, and the storage
-// version monitor's first "missing term information" on a new data dir.
+// "use of closed network connection"), and those about a port taken
+// between picking and binding it, which StartEmbedded retries.
 type shutdownNoiseFilter struct{ zapcore.Core }
 
 func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
@@ -366,19 +313,6 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 	if strings.HasPrefix(ent.Message, "creating peer listener failed") || strings.HasPrefix(ent.Message, "creating client listener failed") {
 		for _, fl := range fields {
 			if err, ok := fl.Interface.(error); ok && isAddrInUse(err) {
-				return nil
-			}
-		}
-	}
-	// On a new data dir the member now elects itself within milliseconds
-	// (campaignAlone), before the backend's first commit (every 100 ms)
-	// has written the term; etcd's storage version monitor, woken by the
-	// cluster version the new leader sets, then fails once with "missing
-	// term information" and succeeds on its next round (every 4 s). The
-	// line says nothing wrong with the data: drop it.
-	if ent.Message == "failed to update storage version" {
-		for _, fl := range fields {
-			if err, ok := fl.Interface.(error); ok && strings.Contains(err.Error(), "missing term information") {
 				return nil
 			}
 		}
