@@ -131,6 +131,12 @@ type Resource struct {
 	// (runtime.Scheme.AddConversionFunc), for StoredAs: from this kind to
 	// the stored kind and back, for objects and lists.
 	AddConversions func(*runtime.Scheme) error
+	// Versions are the kind's other versions, each with a Go type of its
+	// own and conversions to and from this declaration's, which is the
+	// storage version (see Version). Each is served beside this one, on
+	// both doors, and reads and writes the same objects. Nil serves the
+	// kind in GroupVersionKind's version only.
+	Versions []Version
 	// OpenAPIDefinitions returns the generated OpenAPI definitions that
 	// describe the kind (openapi-gen's GetOpenAPIDefinitions). Required:
 	// every write records managedFields against this schema (server-side
@@ -253,7 +259,10 @@ func (r Resource) CheckDeclaration() error {
 			return fmt.Errorf("resource %s: subresource %q: must be a DNS-1035 label other than status", gvk.Kind, name)
 		}
 	}
-	return nil
+	if len(r.Versions) > 0 && !r.StoredAs.Empty() {
+		return fmt.Errorf("resource %s: a resource stored as another (StoredAs) cannot declare Versions", gvk.Kind)
+	}
+	return r.checkVersions()
 }
 
 // isCoreType reports whether newObj returns a pointer to a struct of

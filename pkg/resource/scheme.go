@@ -39,16 +39,18 @@ func NewScheme(resources ...Resource) (*runtime.Scheme, error) {
 // DeleteOptions, ...) for the group version, the unversioned meta types
 // (Status, APIGroup, ...), and Default as the type's defaulting function.
 //
-// Several versions of a group may declare one kind (v1beta1 and v1 of
-// Custom, say) only with the same Go types for the object and the list.
-// k8s.io/apiserver converts every object of a group to the group's internal
-// version: the storage codec decodes watch events into it, and server-side
-// apply and strategic merge patch convert to it (the handlers'
-// HubGroupVersion). Kubernetes gives each version its own Go type plus
-// conversion functions to and from an internal type; a Resource declares no
-// conversions, so with two Go types the second version could not be
-// watched or applied. AddToScheme returns an error naming both versions and
-// Go types instead.
+// A kind with a Go type per version declares them as one Resource, the
+// storage version, with Versions: AddToScheme registers each Version's
+// types under its version, runs its AddToScheme functions (conversions,
+// defaults) and returns an error when a Version's types do not convert to
+// and from the storage version's. Several Resources of a group may
+// declare one kind (v1beta1 and v1 of Custom, say) only with the same Go
+// types for the object and the list: k8s.io/apiserver converts every
+// object of a group to the group's internal version (the storage codec
+// decodes watch events into it, and server-side apply and strategic merge
+// patch convert to it), which is the storage version's Go type, and
+// separate Resources declare no conversions to it. AddToScheme returns an
+// error naming both versions and Go types instead.
 //
 // AddToScheme checks each registration before making it, so it returns an
 // error rather than letting runtime.Scheme panic on a double registration;
@@ -131,6 +133,17 @@ func AddToScheme(scheme *runtime.Scheme, resources ...Resource) error {
 		if err := scheme.AddFieldLabelConversionFunc(gvk, conv); err != nil {
 			return fmt.Errorf("resource %s: field labels: %w", gvk.Kind, err)
 		}
+		for _, v := range r.Versions {
+			vk := r.versionGVK(v.Name)
+			vr := vk.GroupVersion().WithResource(r.Plural)
+			if seenGVK[vk] || seenGVR[vr] {
+				return fmt.Errorf("resource: %s is declared twice", vk)
+			}
+			seenGVK[vk], seenGVR[vr] = true, true
+		}
+		if err := r.addVersions(scheme, conv); err != nil {
+			return err
+		}
 	}
 	// The option and status types every API server decodes and answers
 	// with, whatever the group.
@@ -165,8 +178,8 @@ func sameGoTypes(first, r Resource) error {
 	} {
 		if reflect.TypeOf(p.old) != reflect.TypeOf(p.next) {
 			return fmt.Errorf("resource: kind %s of group %s is declared with two Go types, %T in %s and %T in %s; "+
-				"declare every version of a kind with the same Go type (customapi registers no conversions, "+
-				"and storage, watch and server-side apply convert every version to the group's internal version)",
+				"declare the other versions as the storage version's Versions, with their conversions "+
+				"(storage, watch and server-side apply convert every version to the storage version's Go type)",
 				p.kind, r.GroupVersionKind.Group, p.old, first.GroupVersionKind.Version, p.next, r.GroupVersionKind.Version)
 		}
 	}
