@@ -47,9 +47,9 @@ type Resource struct {
 	// the JSON of Kind's version, and a number the Go type cannot hold is
 	// an Invalid error of Kind's group and kind.
 	Kind schema.GroupVersionKind
-	// New returns a new, empty object of the Go type (a pointer to a
-	// struct): the patched object is decoded into one, and numbers are
-	// checked against its type.
+	// New returns a new, empty object of Kind's Go type (a pointer to a
+	// struct): numbers are checked against its type, and a strategic merge
+	// patch is applied with its patch strategies and decoded into one.
 	New func() runtime.Object
 	// Codecs encode the stored object as the JSON of Kind's version and
 	// decode the patched JSON, for JSON and merge patches
@@ -63,6 +63,52 @@ type Resource struct {
 	// server-side apply (managedfields.NewDefaultFieldManager for Kind);
 	// required.
 	FieldManager *managedfields.FieldManager
+	// Stored returns a new, empty object of the Go type objects are stored
+	// in (the kind's storage version, registered as the group's internal
+	// version), when that is not New's: a patch in another version of the
+	// kind (resource.Version) is then applied to the stored object
+	// converted to Kind's version, and the result converted back, as
+	// upstream's patcher converts through the hub. nil means New's type.
+	Stored func() runtime.Object
+	// Convertor converts between New's and Stored's Go types (the
+	// scheme); required with Stored.
+	Convertor runtime.ObjectConvertor
+}
+
+// stored returns a new object of the stored Go type.
+func (res Resource) stored() runtime.Object {
+	if res.Stored != nil {
+		return res.Stored()
+	}
+	return res.New()
+}
+
+// toKind converts cur, a stored object, to Kind's version when the types
+// differ; cur is not modified.
+func (res Resource) toKind(cur runtime.Object) (runtime.Object, error) {
+	if res.Stored == nil {
+		return cur, nil
+	}
+	out, err := res.Convertor.ConvertToVersion(cur, res.Kind.GroupVersion())
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("convert the stored object to %s: %w", res.Kind.GroupVersion(), err))
+	}
+	return out, nil
+}
+
+// toStored converts obj, an object of Kind's version, to the stored Go
+// type when the types differ.
+func (res Resource) toStored(obj runtime.Object) (runtime.Object, error) {
+	if res.Stored == nil {
+		return obj, nil
+	}
+	internal := schema.GroupVersion{Group: res.Kind.Group, Version: runtime.APIVersionInternal}
+	out, err := res.Convertor.ConvertToVersion(obj, internal)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("convert the patched object from %s to the storage version: %v", res.Kind.GroupVersion(), err))
+	}
+	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return out, nil
 }
 
 // Request is one patch of an object.
@@ -301,7 +347,7 @@ func jsonPatch(res Resource, req Request, fv string) Mechanism {
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
 		}
-		obj := res.New()
+		obj := res.stored()
 		decodeErr := runtime.DecodeInto(codec, patched, obj)
 		if err := strictOutcome(ctx, fv, strictErrs, decodeErr, string(patched)); err != nil {
 			return nil, err
@@ -324,7 +370,11 @@ type jsonPatchOp struct {
 // converted (reporting unknown fields unless fv is Ignore) and defaulted.
 func strategicPatch(res Resource, patchMap map[string]any, strictErrs []error, fv, manager string) Mechanism {
 	return func(ctx context.Context, cur runtime.Object) (runtime.Object, error) {
-		orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+		versioned, err := res.toKind(cur)
+		if err != nil {
+			return nil, err
+		}
+		orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(versioned)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -340,7 +390,11 @@ func strategicPatch(res Resource, patchMap map[string]any, strictErrs []error, f
 		if res.Defaulter != nil {
 			res.Defaulter.Default(obj)
 		}
-		return res.FieldManager.UpdateNoErrors(cur, obj, manager), nil
+		stored, err := res.toStored(obj)
+		if err != nil {
+			return nil, err
+		}
+		return res.FieldManager.UpdateNoErrors(cur, stored, manager), nil
 	}
 }
 

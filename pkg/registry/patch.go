@@ -38,6 +38,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	if errs := metav1validation.ValidatePatchOptions(&opts, pt); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
+	s.WarnDeprecated(ctx, sub)
 	updater, fm, err := s.target(name, sub)
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	if err != nil {
 		return nil, err
 	}
-	return s.patch(ctx, c, name, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts)
+	return s.fromStorage(s.patch(ctx, c, name, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts))
 }
 
 // Apply is server-side apply of obj, an apply configuration of the
@@ -66,6 +67,7 @@ func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructu
 	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
+	s.WarnDeprecated(ctx, sub)
 	name := obj.GetName()
 	updater, fm, err := s.target(name, sub)
 	if err != nil {
@@ -75,13 +77,18 @@ func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	return s.patch(ctx, c, name, updater, mech, true, opts)
+	return s.fromStorage(s.patch(ctx, c, name, updater, mech, true, opts))
 }
 
 // patchResource is what package patch needs of the store's resource, with
 // the field manager fm of the patched (sub)resource.
 func (s *Store) patchResource(fm *managedfields.FieldManager) patch.Resource {
-	return patch.Resource{Kind: s.res.GroupVersionKind, New: s.res.New, Codecs: s.writes.codecs, Defaulter: s.writes.scheme, FieldManager: fm}
+	r := patch.Resource{Kind: s.res.GroupVersionKind, New: s.res.New, Codecs: s.writes.codecs, Defaulter: s.writes.scheme, FieldManager: fm}
+	if s.of != nil {
+		// A patch in another version than the storage version's.
+		r.Stored, r.Convertor = s.main.New, s.writes.scheme
+	}
+	return r
 }
 
 // patch runs mech inside the generic store's update, as upstream's
@@ -103,7 +110,7 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 			if !apply {
 				return nil, apierrors.NewNotFound(s.res.GroupResource(), name)
 			}
-			cur = s.res.New()
+			cur = s.main.New()
 		}
 		obj, err := mech(ctx, cur)
 		if err != nil {

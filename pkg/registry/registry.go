@@ -170,7 +170,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	// embedded etcd starts (openStores waits for it).
 	converter := make(chan typeConverter, 1)
 	go func() {
-		tc, err := resource.NewTypeConverter(scheme, resources...)
+		tc, err := resource.NewTypeConverter(scheme, resource.InEveryVersion(resources...)...)
 		converter <- typeConverter{tc, err}
 	}()
 	if cfg.EmbeddedEtcd != nil {
@@ -286,6 +286,9 @@ func openStores(ctx context.Context, scheme *runtime.Scheme, getter generic.REST
 			if errs[i] != nil && r.err == nil {
 				r.err = errs[i]
 			}
+		}
+		if r.err == nil {
+			r.err = openVersionStores(scheme, r.stores, tc)
 		}
 		done <- r
 	}()

@@ -107,7 +107,8 @@ func (s *Store) target(name, sub string) (rest.Updater, *managedfields.FieldMana
 // watch cache's): the caller must not modify it. Errors: NotFound (404),
 // BadRequest (400) for an invalid namespace.
 func (s *Store) Get(ctx context.Context, c Caller, name string, opts metav1.GetOptions) (runtime.Object, error) {
-	return s.mainREST().Get(genericapirequest.WithNamespace(ctx, c.Namespace), name, &opts)
+	s.WarnDeprecated(ctx, "")
+	return s.fromStorage(s.mainREST().Get(genericapirequest.WithNamespace(ctx, c.Namespace), name, &opts))
 }
 
 // List returns the objects matching opts as kube-apiserver's list handler
@@ -118,11 +119,12 @@ func (s *Store) Get(ctx context.Context, c Caller, name string, opts metav1.GetO
 // field label, Invalid (422) for inconsistent options, Gone (410) for an
 // expired continue token.
 func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (runtime.Object, error) {
+	s.WarnDeprecated(ctx, "")
 	internal, err := s.listOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	return s.mainREST().List(genericapirequest.WithNamespace(ctx, c.Namespace), internal)
+	return s.fromStorage(s.mainREST().List(genericapirequest.WithNamespace(ctx, c.Namespace), internal))
 }
 
 // Watch streams the events of the objects matching opts as
@@ -130,12 +132,13 @@ func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (ru
 // List. Event objects may be shared with other watchers (the watch cache's
 // runtime.CacheableObject): the caller must not modify them.
 func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (watch.Interface, error) {
+	s.WarnDeprecated(ctx, "")
 	opts.Watch = true
 	internal, err := s.listOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	return s.mainREST().Watch(genericapirequest.WithNamespace(ctx, c.Namespace), internal)
+	return s.watchFromStorage(s.mainREST().Watch(genericapirequest.WithNamespace(ctx, c.Namespace), internal))
 }
 
 // Delete deletes the object name as kube-apiserver's delete handler does:
@@ -144,17 +147,21 @@ func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (w
 // returns: the deleted (or marked) object, or a Status, and whether the
 // object is gone. Errors: NotFound (404), Conflict (409).
 func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
-	return s.mainREST().Delete(genericapirequest.WithNamespace(ctx, c.Namespace), name, rest.ValidateAllObjectFunc, &opts)
+	s.WarnDeprecated(ctx, "")
+	out, deleted, err := s.mainREST().Delete(genericapirequest.WithNamespace(ctx, c.Namespace), name, rest.ValidateAllObjectFunc, &opts)
+	out, err = s.fromStorage(out, err)
+	return out, deleted, err
 }
 
 // DeleteCollection deletes every object matching listOpts (options as
 // List), as Delete does each, and returns the list of what it deleted.
 func (s *Store) DeleteCollection(ctx context.Context, c Caller, opts metav1.DeleteOptions, listOpts metav1.ListOptions) (runtime.Object, error) {
+	s.WarnDeprecated(ctx, "")
 	internal, err := s.listOptions(listOpts)
 	if err != nil {
 		return nil, err
 	}
-	return s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), rest.ValidateAllObjectFunc, &opts, internal)
+	return s.fromStorage(s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), rest.ValidateAllObjectFunc, &opts, internal))
 }
 
 // listOptions converts and validates list options as kube-apiserver's list
@@ -193,7 +200,12 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
+	s.WarnDeprecated(ctx, "")
 	ctx = genericapirequest.WithNamespace(ctx, c.Namespace)
+	obj, err := s.toStorage(obj)
+	if err != nil {
+		return nil, err
+	}
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -203,7 +215,7 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(s.expectedNamespace(c.Namespace), m); err != nil {
 		return nil, err
 	}
-	obj = s.writes.main.UpdateNoErrors(s.res.New(), obj, managerOr(opts.FieldManager, c.DefaultManager))
+	obj = s.writes.main.UpdateNoErrors(s.main.New(), obj, managerOr(opts.FieldManager, c.DefaultManager))
 	out, err := s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
 	if apierrors.IsRequestEntityTooLargeError(err) {
 		if m, merr := meta.Accessor(obj); merr == nil && len(m.GetManagedFields()) > 0 {
@@ -211,7 +223,7 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 			out, err = s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
 		}
 	}
-	return out, err
+	return s.fromStorage(out, err)
 }
 
 // Update replaces the object named by obj (sub "") or its status (sub
@@ -225,6 +237,11 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts metav1.UpdateOptions, sub string) (runtime.Object, error) {
 	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
+	}
+	s.WarnDeprecated(ctx, sub)
+	obj, err := s.toStorage(obj)
+	if err != nil {
+		return nil, err
 	}
 	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
@@ -258,7 +275,7 @@ func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts m
 		track = false
 		out, err = update()
 	}
-	return out, err
+	return s.fromStorage(out, err)
 }
 
 // expectedNamespace is the namespace an object of the store must have in

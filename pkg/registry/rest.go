@@ -46,8 +46,9 @@ func init() {
 }
 
 func (s *Store) mainREST() *mainREST {
-	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: s.res.Admit,
-		hooks: s.hooks, admitCreates: s.admitCreates}
+	base := s.storageVersion()
+	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: base.res.Admit,
+		hooks: base.hooks, admitCreates: base.admitCreates}
 }
 
 func (s *Store) statusREST() *statusREST {

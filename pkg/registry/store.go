@@ -43,6 +43,16 @@ type Store struct {
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
 	writes *writeLayer
+
+	// of is, for the store of one of a kind's other versions
+	// (resource.Version), the store of its storage version, whose generic
+	// stores, hooks and watch cache it shares; nil for a storage version's
+	// own store. res is then the declaration in that version
+	// (resource.Resource.In). See version.go.
+	of *Store
+	// warning is the Warning every request in this version answers with
+	// (resource.Resource.DeprecationWarning); "" when not deprecated.
+	warning string
 }
 
 // Resource returns the declaration the store was built from.
@@ -139,4 +149,9 @@ func subresourceStore(main *genericregistry.Store, s updateStrategy) *genericreg
 // destroy stops the watch cache and closes the etcd connections of the
 // store (genericregistry.Store.Destroy; the status store shares them).
 // Safe to call more than once.
-func (s *Store) destroy() { s.main.Destroy() }
+func (s *Store) destroy() {
+	if s.of != nil {
+		return // a version store: its storage version's store owns the storage
+	}
+	s.main.Destroy()
+}

@@ -154,9 +154,19 @@ func (s strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	if !s.res.StatusSubresource {
 		return nil
 	}
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(s.res.GroupVersionKind.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	return s.perVersion(func() *fieldpath.Set { return fieldpath.NewSet(fieldpath.MakePathOrDie("status")) })
+}
+
+// perVersion returns set() for every version the resource is served in
+// (the field managers of each version look up their own), as kube's
+// strategies list the reset fields of each version of a kind.
+func (s strategy) perVersion(set func() *fieldpath.Set) map[fieldpath.APIVersion]*fieldpath.Set {
+	out := map[fieldpath.APIVersion]*fieldpath.Set{}
+	gk := s.res.GroupVersionKind.GroupKind()
+	for _, v := range s.res.ServedVersions() {
+		out[fieldpath.APIVersion(gk.WithVersion(v).GroupVersion().String())] = set()
 	}
+	return out
 }
 
 // statusStrategy is the strategy of the status subresource: an update
@@ -192,13 +202,13 @@ func (s statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Obj
 
 // GetResetFields: a status update ignores everything but status.
 func (s statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(s.res.GroupVersionKind.GroupVersion().String()): fieldpath.NewSet(
+	return s.perVersion(func() *fieldpath.Set {
+		return fieldpath.NewSet(
 			fieldpath.MakePathOrDie("spec"),
 			fieldpath.MakePathOrDie("metadata", "labels"),
 			fieldpath.MakePathOrDie("metadata", "annotations"),
-		),
-	}
+		)
+	})
 }
 
 // subresourceStrategy is the strategy of one of the declaration's

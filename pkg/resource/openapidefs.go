@@ -42,7 +42,16 @@ func definitionsKey(f common.GetOpenAPIDefinitions) (key uintptr, ok bool) {
 // callback returns the same definitions, and in a union where later
 // functions' definitions replace earlier ones' of the same name the last
 // call is the one that counts.
-func distinctDefinitions(resources []Resource) []common.GetOpenAPIDefinitions {
+func distinctDefinitions(declared []Resource) []common.GetOpenAPIDefinitions {
+	var resources []Resource
+	for _, r := range declared {
+		resources = append(resources, r)
+		for _, v := range r.Versions {
+			if v.OpenAPIDefinitions != nil {
+				resources = append(resources, r.In(v.Name))
+			}
+		}
+	}
 	last := map[uintptr]int{}
 	for i, r := range resources {
 		if key, ok := definitionsKey(r.OpenAPIDefinitions); ok {

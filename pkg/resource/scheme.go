@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -145,6 +146,9 @@ func AddToScheme(scheme *runtime.Scheme, resources ...Resource) error {
 			return err
 		}
 	}
+	if err := setVersionPriorities(scheme, resources); err != nil {
+		return err
+	}
 	// The option and status types every API server decodes and answers
 	// with, whatever the group.
 	addMeta := func(s *runtime.Scheme) error {
@@ -220,4 +224,42 @@ func checkRegistration(scheme *runtime.Scheme, register func(*runtime.Scheme) er
 	}
 	sort.Strings(conflicts)
 	return errors.New(strings.Join(conflicts, "; "))
+}
+
+// setVersionPriorities orders the versions of each group of resources that
+// is served in more than one version by Kubernetes' version order
+// (SortVersions), so that discovery names the highest as the group's
+// preferred version, as it does for a CustomResourceDefinition's group;
+// without a priority the scheme would prefer the version registered first.
+func setVersionPriorities(scheme *runtime.Scheme, resources []Resource) error {
+	versions := map[string][]string{}
+	for _, r := range resources {
+		g := r.GroupVersionKind.Group
+		for _, v := range r.ServedVersions() {
+			if !slices.Contains(versions[g], v) {
+				versions[g] = append(versions[g], v)
+			}
+		}
+	}
+	for g, vs := range versions {
+		if len(vs) < 2 {
+			continue
+		}
+		// Versions of the group already in the scheme (registered by
+		// others) are ordered with ours.
+		for _, gv := range scheme.PrioritizedVersionsForGroup(g) {
+			if !slices.Contains(vs, gv.Version) {
+				vs = append(vs, gv.Version)
+			}
+		}
+		SortVersions(vs)
+		gvs := make([]schema.GroupVersion, len(vs))
+		for i, v := range vs {
+			gvs[i] = schema.GroupVersion{Group: g, Version: v}
+		}
+		if err := scheme.SetVersionPriority(gvs...); err != nil {
+			return fmt.Errorf("resource: version priority of group %q: %w", g, err)
+		}
+	}
+	return nil
 }

@@ -279,3 +279,14 @@ func (r Resource) addVersions(scheme *runtime.Scheme, fieldLabels runtime.FieldL
 	}
 	return nil
 }
+
+// InEveryVersion returns the declaration of each resource in each version
+// it is served in (Resource.ServedResources), in order: what the HTTP
+// server installs and what the server-side apply schema describes.
+func InEveryVersion(resources ...Resource) []Resource {
+	out := make([]Resource, 0, len(resources))
+	for _, r := range resources {
+		out = append(out, r.ServedResources()...)
+	}
+	return out
+}

@@ -370,3 +370,21 @@ type readCloser struct {
 	io.Reader
 	io.Closer
 }
+
+// withDeprecationWarnings answers every request to a deprecated version of
+// a resource (resource.Version.Deprecated) with its Warning header and
+// counts it in customapi_requested_deprecated_apis, through the rule the
+// in-process client follows (registry.Store.WarnDeprecated). A removed
+// version is not installed at all: its requests are 404 before they get
+// here. stores are the registry's stores, by GroupVersionResource.
+func withDeprecationWarnings(next http.Handler, stores func(schema.GroupVersionResource) (*registry.Store, bool)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest {
+			gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+			if st, ok := stores(gvr); ok {
+				st.WarnDeprecated(req.Context(), info.Subresource)
+			}
+		}
+		next.ServeHTTP(w, req)
+	})
+}

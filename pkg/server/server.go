@@ -211,7 +211,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.ShutdownDelayDuration = 0
 	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withNumberCheck(api, s.registry.Store, c.MaxRequestBodyBytes, codecs)
+		inner := withNumberCheck(withDeprecationWarnings(api, s.registry.Store), s.registry.Store, c.MaxRequestBodyBytes, codecs)
 		s.seats = newInFlightSeats(o.Limits, s.objectCounts, s.registry.Resources(), c)
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout, s.seats.handler)
 	}
@@ -325,7 +325,10 @@ func (s *Server) installGroups(codecs serializer.CodecFactory, resources []resou
 	byGroup := map[string]*genericapiserver.APIGroupInfo{}
 	inGroup := map[string][]resource.Resource{}
 	var groups []string
-	for _, r := range resources {
+	// A kind with Versions is installed in each served version, with the
+	// storage version's REST storage: the handlers convert every request
+	// through the storage version (the group's internal version).
+	for _, r := range resource.InEveryVersion(resources...) {
 		g := r.GroupVersionKind.Group
 		inGroup[g] = append(inGroup[g], r)
 		info, ok := byGroup[g]
