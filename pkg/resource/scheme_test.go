@@ -1,11 +1,13 @@
 package resource_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -172,5 +174,135 @@ func TestNewSchemeVersionsAndConflicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// otherVersion declares other as version name of install.Customs, with
+// conversions (Spec is spec.message) registered when convert is set.
+func otherVersion(name string, convert bool, mutate func(v *resource.Version)) resource.Resource {
+	r := install.Customs
+	r.StatusSubresource = false // other has no status
+	v := resource.Version{
+		Name:    name,
+		New:     func() runtime.Object { return &other{} },
+		NewList: func() runtime.Object { return &otherList{} },
+	}
+	if convert {
+		v.AddToScheme = []func(*runtime.Scheme) error{addOtherConversions}
+	}
+	if mutate != nil {
+		mutate(&v)
+	}
+	r.Versions = []resource.Version{v}
+	return r
+}
+
+// addOtherConversions converts other to and from testv1.Custom (for the
+// declaration tests: the generated conversions of a real version are
+// conversion-gen's).
+func addOtherConversions(s *runtime.Scheme) error {
+	for _, f := range []struct {
+		a, b any
+		fn   func(a, b any, _ conversion.Scope) error
+	}{
+		{(*other)(nil), (*testv1.Custom)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*other), b.(*testv1.Custom)
+			out.ObjectMeta, out.Spec.Message = in.ObjectMeta, in.Spec
+			return nil
+		}},
+		{(*testv1.Custom)(nil), (*other)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*testv1.Custom), b.(*other)
+			out.ObjectMeta, out.Spec = in.ObjectMeta, in.Spec.Message
+			return nil
+		}},
+		{(*otherList)(nil), (*testv1.CustomList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*otherList), b.(*testv1.CustomList)
+			out.ListMeta, out.Items = in.ListMeta, make([]testv1.Custom, len(in.Items))
+			for i := range in.Items {
+				out.Items[i].ObjectMeta, out.Items[i].Spec.Message = in.Items[i].ObjectMeta, in.Items[i].Spec
+			}
+			return nil
+		}},
+		{(*testv1.CustomList)(nil), (*otherList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*testv1.CustomList), b.(*otherList)
+			out.ListMeta, out.Items = in.ListMeta, make([]other, len(in.Items))
+			for i := range in.Items {
+				out.Items[i].ObjectMeta, out.Items[i].Spec = in.Items[i].ObjectMeta, in.Items[i].Spec.Message
+			}
+			return nil
+		}},
+	} {
+		if err := s.AddConversionFunc(f.a, f.b, f.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestNewSchemeVersions: a kind's Versions are registered with their
+// conversions, the highest version is the group's preferred one, and a
+// Version that could not be served is refused with an error naming it.
+func TestNewSchemeVersions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		resource resource.Resource
+		wantErr  []string // none: success
+	}{
+		{"a version with conversions", otherVersion("v1alpha1", true, nil), nil},
+		{"a version without conversions", otherVersion("v1alpha1", false, nil),
+			[]string{"version v1alpha1", "no conversion from *resource_test.other to *v1.Custom", "RegisterConversions"}},
+		{"a version with the storage version's Go type", otherVersion("v1alpha1", true, func(v *resource.Version) {
+			v.New = func() runtime.Object { return &testv1.Custom{} }
+		}), []string{"version v1alpha1 has the storage version's Go type *v1.Custom"}},
+		{"the storage version again", otherVersion("v1", true, nil), []string{`version "v1" is declared twice`}},
+		{"the internal version", otherVersion(runtime.APIVersionInternal, true, nil), []string{`"__internal" is not a version`}},
+		{"a version that is not a DNS label", otherVersion("V1", true, nil), []string{`version "V1"`}},
+		{"a version without NewList", otherVersion("v1alpha1", true, func(v *resource.Version) { v.NewList = nil }),
+			[]string{"version v1alpha1: New and NewList are required"}},
+		{"AddToScheme fails", otherVersion("v1alpha1", true, func(v *resource.Version) {
+			v.AddToScheme = append(v.AddToScheme, func(*runtime.Scheme) error { return errors.New("boom") })
+		}), []string{"version v1alpha1: AddToScheme: boom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scheme, err := resource.NewScheme(tc.resource)
+			if len(tc.wantErr) != 0 {
+				if err == nil {
+					t.Fatalf("no error, want one containing %q", tc.wantErr)
+				}
+				for _, want := range tc.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not contain %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := scheme.PrioritizedVersionsForGroup("test"); len(got) != 2 || got[0].Version != "v1" || got[1].Version != "v1alpha1" {
+				t.Errorf("version priority %v, want v1 then v1alpha1", got)
+			}
+			in := &other{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: "hello"}
+			hub, err := scheme.ConvertToVersion(in, schema.GroupVersion{Group: "test", Version: runtime.APIVersionInternal})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := hub.(*testv1.Custom); c.Name != "a" || c.Spec.Message != "hello" {
+				t.Errorf("converted to %+v", c)
+			}
+			if got := tc.resource.ServedVersions(); !reflect.DeepEqual(got, []string{"v1", "v1alpha1"}) {
+				t.Errorf("ServedVersions() = %v", got)
+			}
+		})
+	}
+}
+
+// TestSortVersions: Kubernetes' version order, the preferred first.
+func TestSortVersions(t *testing.T) {
+	got := []string{"v1alpha1", "v2beta1", "foo", "v1", "v1beta2", "v2", "v1beta1", "v10"}
+	resource.SortVersions(got)
+	want := []string{"v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("SortVersions = %v, want %v", got, want)
 	}
 }
