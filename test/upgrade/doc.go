@@ -25,6 +25,11 @@
 //
 //	go test ./test/upgrade/ -v
 //
+// The servers use their embedded etcd, which is what a backup restores
+// into: CUSTOMAPI_TEST_ETCD_SERVERS does not apply here. Once `storage
+// migrate` exists, it runs too (offline, with --data-dir, as storage
+// rewrite), followed by the same checks.
+//
 // kubectl is /usr/bin/kubectl or the first on PATH; without it the kubectl
 // checks are skipped (they fail with CI=true).
 //
