@@ -139,6 +139,8 @@ func serve(t *testing.T, bin, dataDir string, args ...string) *server {
 	if err != nil {
 		t.Fatalf("kubeconfig %s: %v", s.Kubeconfig, err)
 	}
+	// No client-side throttling (client-go's default is 5 requests/s).
+	cfg.QPS, cfg.Burst = -1, 0
 	s.Config = cfg
 	waitReady(t, cfg)
 	t.Logf("%s: ready at %s in %s", bin, s.URL, time.Since(start).Round(time.Millisecond))
