@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,6 +62,9 @@ var fixtures = []fixture{{
 	newObject:     `{"apiVersion":"fleet.example.com/v1alpha1","kind":"Device","metadata":{"name":"new","labels":{"site":"lab"}},"spec":{"model":"pi5"}}`,
 	applyConflict: `{"apiVersion":"fleet.example.com/v1alpha1","kind":"Device","metadata":{"name":"applied"},"spec":{"firmware":"9.9.9"}}`,
 }}
+
+// migrateUsage matches the usage line of `storage migrate --help`.
+var migrateUsage = regexp.MustCompile(`(?m)^\s+\S+ storage migrate( |$)`)
 
 // secretPassword is the password of Secret upgrade/creds in every fixture
 // (write-fixture.sh).
@@ -117,7 +121,8 @@ func testUpgrade(t *testing.T, fx fixture) {
 		t.Errorf("storage rewrite rewrote nothing: %s", res)
 	}
 	// storage migrate, once it exists (issue 18), too.
-	if help := run(t, "", bin, "storage", "migrate", "--help"); help.code == 0 && strings.Contains(help.stdout, "migrate") {
+	// (Without it, `storage migrate --help` is storage's own help.)
+	if help := run(t, "", bin, "storage", "migrate", "--help"); help.code == 0 && migrateUsage.MatchString(help.stdout) {
 		res = mustRun(t, bin, "storage", "migrate", "--data-dir", dataDir)
 		t.Logf("storage migrate:\n%s", strings.TrimSpace(res.stdout))
 	}
