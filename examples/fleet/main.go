@@ -9,6 +9,6 @@ import (
 func main() {
 	command.Main(command.Config{
 		Name:      "fleet",
-		Resources: []resource.Resource{fleetapi.Devices},
+		Resources: []resource.Resource{fleetapi.Devices, fleetapi.Fleets},
 	})
 }

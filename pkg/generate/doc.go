@@ -10,6 +10,13 @@
 //   - register-gen: zz_generated.register.go (GroupName, SchemeGroupVersion,
 //     AddToScheme), unless the package declares AddToScheme itself;
 //   - deepcopy-gen: zz_generated.deepcopy.go;
+//   - defaulter-gen, for packages tagged +k8s:defaulter-gen=TypeMeta:
+//     zz_generated.defaults.go (RegisterDefaults and SetObjectDefaults_*,
+//     from the +default markers and the package's SetDefaults_* functions);
+//   - conversion-gen, for packages tagged +k8s:conversion-gen=<import path
+//     of the storage version's package>: zz_generated.conversion.go
+//     (RegisterConversions, the Convert_* functions and the autoConvert_*
+//     ones the hand-written Convert_* of renamed or split fields call);
 //   - openapi-gen: zz_generated.model_name.go in each API package, and
 //     <root>/generated/openapi/zz_generated.openapi.go holding the
 //     definitions of the API packages and of meta/v1, runtime and version

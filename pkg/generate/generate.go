@@ -22,8 +22,12 @@ import (
 	acgen "k8s.io/code-generator/cmd/applyconfiguration-gen/generators"
 	clientargs "k8s.io/code-generator/cmd/client-gen/args"
 	clientgen "k8s.io/code-generator/cmd/client-gen/generators"
+	conversionargs "k8s.io/code-generator/cmd/conversion-gen/args"
+	conversiongen "k8s.io/code-generator/cmd/conversion-gen/generators"
 	deepcopyargs "k8s.io/code-generator/cmd/deepcopy-gen/args"
 	deepcopygen "k8s.io/code-generator/cmd/deepcopy-gen/generators"
+	defaulterargs "k8s.io/code-generator/cmd/defaulter-gen/args"
+	defaultergen "k8s.io/code-generator/cmd/defaulter-gen/generators"
 	informerargs "k8s.io/code-generator/cmd/informer-gen/args"
 	informergen "k8s.io/code-generator/cmd/informer-gen/generators"
 	listerargs "k8s.io/code-generator/cmd/lister-gen/args"
@@ -59,6 +63,14 @@ type Options struct {
 	// current directory. Verify applies as usual.
 	OpenAPIDir string
 }
+
+// The files conversion-gen, defaulter-gen and the round-trip test
+// generator write into API packages.
+const (
+	conversionFile = "zz_generated.conversion.go"
+	defaultsFile   = "zz_generated.defaults.go"
+	roundTripFile  = "zz_generated.roundtrip_test.go"
+)
 
 // ErrStale is returned (wrapped) by Run with Options.Verify when the
 // generated files on disk are not what the generators produce now.
@@ -249,9 +261,15 @@ func parseArgs(name string, add func(*pflag.FlagSet), flags []string) error {
 // generateRoot runs every generator for one generated/ tree.
 func generateRoot(r *outputRoot, header string, rm *remapper) error {
 	rm.tmpModDir(r.modDir)
-	var all, register, clients, relInputs []string
+	var all, register, clients, relInputs, conversions, defaulters []string
 	for _, p := range r.pkgs {
 		all = append(all, p.importPath)
+		if len(p.conversionPeers) > 0 {
+			conversions = append(conversions, p.importPath)
+		}
+		if p.defaulter {
+			defaulters = append(defaulters, p.importPath)
+		}
 		if !p.hasAddToScheme {
 			register = append(register, p.importPath)
 		}
@@ -289,6 +307,36 @@ func generateRoot(r *outputRoot, header string, rm *remapper) error {
 	if err := rm.execute("deepcopy-gen", deepcopygen.NameSystems(), deepcopygen.DefaultNameSystem(),
 		func(c *generator.Context) []generator.Target { return deepcopygen.GetTargets(c, dc) }, all); err != nil {
 		return err
+	}
+
+	if len(defaulters) > 0 {
+		sort.Strings(defaulters)
+		da := defaulterargs.New()
+		if err := parseArgs("defaulter-gen", da.AddFlags, append(hdr, "--output-file="+defaultsFile)); err != nil {
+			return err
+		}
+		if err := da.Validate(); err != nil {
+			return fmt.Errorf("defaulter-gen: %w", err)
+		}
+		if err := rm.execute("defaulter-gen", defaultergen.NameSystems(), defaultergen.DefaultNameSystem(),
+			func(c *generator.Context) []generator.Target { return defaultergen.GetTargets(c, da) }, defaulters); err != nil {
+			return err
+		}
+	}
+
+	if len(conversions) > 0 {
+		sort.Strings(conversions)
+		ca := conversionargs.New()
+		if err := parseArgs("conversion-gen", ca.AddFlags, append(hdr, "--output-file="+conversionFile)); err != nil {
+			return err
+		}
+		if err := ca.Validate(); err != nil {
+			return fmt.Errorf("conversion-gen: %w", err)
+		}
+		if err := rm.execute("conversion-gen", conversiongen.NameSystems(), conversiongen.DefaultNameSystem(),
+			func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, ca) }, conversions); err != nil {
+			return err
+		}
 	}
 
 	oa := openapiargs.New()
@@ -417,7 +465,7 @@ func generateRoot(r *outputRoot, header string, rm *remapper) error {
 func ownedFiles(r *outputRoot) ([]string, error) {
 	var owned []string
 	for _, p := range r.pkgs {
-		for _, n := range []string{"zz_generated.register.go", "zz_generated.deepcopy.go", "zz_generated.model_name.go"} {
+		for _, n := range []string{"zz_generated.register.go", "zz_generated.deepcopy.go", "zz_generated.model_name.go", defaultsFile, conversionFile, roundTripFile} {
 			f := filepath.Join(p.dir, n)
 			if _, err := os.Stat(f); err == nil {
 				owned = append(owned, f)

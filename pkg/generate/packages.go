@@ -19,6 +19,8 @@ import (
 const (
 	metaV1Path       = "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeObjectTag = "+k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object"
+	conversionTag    = "+k8s:conversion-gen"
+	defaulterTag     = "+k8s:defaulter-gen"
 )
 
 // registerNames are the identifiers register-gen declares; a package that
@@ -33,12 +35,17 @@ type apiPackage struct {
 	modDir     string
 	docFile    string // the file holding the package tags, for messages
 
-	groupName      string
-	modelPackage   string
-	openapi        bool
-	hasAddToScheme bool
-	genclient      bool // at least one type tagged +genclient
-	protobuf       bool // +k8s:protobuf-gen=package
+	groupName       string
+	modelPackage    string
+	openapi         bool
+	hasAddToScheme  bool
+	genclient       bool            // at least one type tagged +genclient
+	protobuf        bool            // +k8s:protobuf-gen=package
+	conversionPeers []string        // +k8s:conversion-gen=<hub package>, one per tag
+	defaulter       bool            // +k8s:defaulter-gen=<field>
+	rootTypes       []string        // types embedding TypeMeta with ObjectMeta or ListMeta, sorted
+	funcs           map[string]bool // package-level functions of the hand-written files
+	testFuncs       map[string]bool // package-level functions of the package's own _test.go files (package p, not p_test)
 
 	// For the protobuf checks: the parsed hand-written files.
 	fset  *token.FileSet
@@ -138,7 +145,13 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 	declared := map[string]token.Position{}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated.") || name == pbGoFile {
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasPrefix(name, "zz_generated.") || name == pbGoFile {
+			continue
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			if err := p.inspectTest(fset, filepath.Join(p.dir, name)); err != nil {
+				return false, nil, err
+			}
 			continue
 		}
 		file := filepath.Join(p.dir, name)
@@ -184,6 +197,10 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
 					declared[d.Name.Name] = fset.Position(d.Pos())
+					if p.funcs == nil {
+						p.funcs = map[string]bool{}
+					}
+					p.funcs[d.Name.Name] = true
 				}
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
@@ -202,6 +219,7 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 						if !ok || metaName == "" || !isRoot(st, metaName) {
 							continue
 						}
+						p.rootTypes = append(p.rootTypes, s.Name.Name)
 						if _, ok := tagValue(tags, runtimeObjectTag); !ok {
 							missing = append(missing, rootType{fset.Position(s.Pos()), s.Name.Name})
 						}
@@ -242,6 +260,18 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 			refusals = append(refusals, fmt.Sprintf("%s: package %s has %s=%s: the only value is package (`// %s=package` generates generated.proto and generated.pb.go); remove the tag for no protobuf", doc, p.importPath, protobufTag, v, protobufTag))
 		}
 	}
+	for _, t := range pkgTags {
+		if v, ok := strings.CutPrefix(t, conversionTag+"="); ok {
+			v = strings.TrimSpace(v)
+			if v != "" && v != "false" {
+				p.conversionPeers = append(p.conversionPeers, v)
+			}
+		}
+	}
+	if v, ok := tagValue(pkgTags, defaulterTag); ok && v != "" {
+		p.defaulter = true
+	}
+	sort.Strings(p.rootTypes)
 	for _, m := range missing {
 		refusals = append(refusals, fmt.Sprintf("%s: type %s embeds metav1.TypeMeta and metav1.ObjectMeta/ListMeta but has no %s tag, so it would not be a runtime.Object: add `// %s` above it", m.pos, m.name, runtimeObjectTag, runtimeObjectTag))
 	}
@@ -258,6 +288,27 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 		refusals = append(refusals, clash...)
 	}
 	return true, refusals, nil
+}
+
+// inspectTest records the package-level functions of a _test.go file of
+// the package itself (not of the external p_test package).
+func (p *apiPackage) inspectTest(fset *token.FileSet, file string) error {
+	f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", file, err)
+	}
+	if strings.HasSuffix(f.Name.Name, "_test") {
+		return nil
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {
+			if p.testFuncs == nil {
+				p.testFuncs = map[string]bool{}
+			}
+			p.testFuncs[fd.Name.Name] = true
+		}
+	}
+	return nil
 }
 
 // isRoot reports whether a struct embeds metav1.TypeMeta together with

@@ -19,7 +19,9 @@ limitations under the License.
 package applyconfiguration
 
 import (
+	v1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
 	v1alpha1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1alpha1"
+	fleetv1 "github.com/customapi/customapi/examples/fleet/generated/applyconfiguration/fleet/v1"
 	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/generated/applyconfiguration/fleet/v1alpha1"
 	internal "github.com/customapi/customapi/examples/fleet/generated/applyconfiguration/internal"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -31,13 +33,29 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=fleet.example.com, Version=v1alpha1
+	// Group=fleet.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithKind("Fleet"):
+		return &fleetv1.FleetApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FleetSpec"):
+		return &fleetv1.FleetSpecApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("FleetStatus"):
+		return &fleetv1.FleetStatusApplyConfiguration{}
+	case v1.SchemeGroupVersion.WithKind("Placement"):
+		return &fleetv1.PlacementApplyConfiguration{}
+
+		// Group=fleet.example.com, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("Device"):
 		return &fleetv1alpha1.DeviceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DeviceSpec"):
 		return &fleetv1alpha1.DeviceSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DeviceStatus"):
 		return &fleetv1alpha1.DeviceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Fleet"):
+		return &fleetv1alpha1.FleetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetSpec"):
+		return &fleetv1alpha1.FleetSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetStatus"):
+		return &fleetv1alpha1.FleetStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -40,3 +40,23 @@ func (in DeviceSpec) OpenAPIModelName() string {
 func (in DeviceStatus) OpenAPIModelName() string {
 	return "com.example.fleet.v1alpha1.DeviceStatus"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Fleet) OpenAPIModelName() string {
+	return "com.example.fleet.v1alpha1.Fleet"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetList) OpenAPIModelName() string {
+	return "com.example.fleet.v1alpha1.FleetList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetSpec) OpenAPIModelName() string {
+	return "com.example.fleet.v1alpha1.FleetSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetStatus) OpenAPIModelName() string {
+	return "com.example.fleet.v1alpha1.FleetStatus"
+}

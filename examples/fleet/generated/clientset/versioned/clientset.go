@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	fleetv1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1"
 	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -30,13 +31,20 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
+	FleetV1() fleetv1.FleetV1Interface
 	FleetV1alpha1() fleetv1alpha1.FleetV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
+	fleetV1       *fleetv1.FleetV1Client
 	fleetV1alpha1 *fleetv1alpha1.FleetV1alpha1Client
+}
+
+// FleetV1 retrieves the FleetV1Client
+func (c *Clientset) FleetV1() fleetv1.FleetV1Interface {
+	return c.fleetV1
 }
 
 // FleetV1alpha1 retrieves the FleetV1alpha1Client
@@ -88,6 +96,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.fleetV1, err = fleetv1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.fleetV1alpha1, err = fleetv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.fleetV1 = fleetv1.New(c)
 	cs.fleetV1alpha1 = fleetv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -21,6 +21,7 @@ package externalversions
 import (
 	fmt "fmt"
 
+	v1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
 	v1alpha1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -52,9 +53,15 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=fleet.example.com, Version=v1alpha1
+	// Group=fleet.example.com, Version=v1
+	case v1.SchemeGroupVersion.WithResource("fleets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleet().V1().Fleets().Informer()}, nil
+
+		// Group=fleet.example.com, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("devices"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleet().V1alpha1().Devices().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("fleets"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Fleet().V1alpha1().Fleets().Informer()}, nil
 
 	}
 

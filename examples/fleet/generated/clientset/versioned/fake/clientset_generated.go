@@ -21,6 +21,8 @@ package fake
 import (
 	applyconfiguration "github.com/customapi/customapi/examples/fleet/generated/applyconfiguration"
 	clientset "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned"
+	fleetv1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1"
+	fakefleetv1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1/fake"
 	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1alpha1"
 	fakefleetv1alpha1 "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned/typed/fleet/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +137,11 @@ var (
 	_ clientset.Interface = &Clientset{}
 	_ testing.FakeClient  = &Clientset{}
 )
+
+// FleetV1 retrieves the FleetV1Client
+func (c *Clientset) FleetV1() fleetv1.FleetV1Interface {
+	return &fakefleetv1.FakeFleetV1{Fake: &c.Fake}
+}
 
 // FleetV1alpha1 retrieves the FleetV1alpha1Client
 func (c *Clientset) FleetV1alpha1() fleetv1alpha1.FleetV1alpha1Interface {

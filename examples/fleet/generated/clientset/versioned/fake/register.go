@@ -19,6 +19,7 @@ limitations under the License.
 package fake
 
 import (
+	fleetv1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
 	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -31,6 +32,7 @@ var scheme = runtime.NewScheme()
 var codecs = serializer.NewCodecFactory(scheme)
 
 var localSchemeBuilder = runtime.SchemeBuilder{
+	fleetv1.AddToScheme,
 	fleetv1alpha1.AddToScheme,
 }
 

@@ -19,12 +19,15 @@ limitations under the License.
 package fleet
 
 import (
+	v1 "github.com/customapi/customapi/examples/fleet/generated/informers/externalversions/fleet/v1"
 	v1alpha1 "github.com/customapi/customapi/examples/fleet/generated/informers/externalversions/fleet/v1alpha1"
 	internalinterfaces "github.com/customapi/customapi/examples/fleet/generated/informers/externalversions/internalinterfaces"
 )
 
 // Interface provides access to each of this group's versions.
 type Interface interface {
+	// V1 provides access to shared informers for resources in V1.
+	V1() v1.Interface
 	// V1alpha1 provides access to shared informers for resources in V1alpha1.
 	V1alpha1() v1alpha1.Interface
 }
@@ -38,6 +41,11 @@ type group struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &group{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// V1 returns a new v1.Interface.
+func (g *group) V1() v1.Interface {
+	return v1.New(g.factory, g.namespace, g.tweakListOptions)
 }
 
 // V1alpha1 returns a new v1alpha1.Interface.

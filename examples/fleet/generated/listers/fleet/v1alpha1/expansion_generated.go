@@ -21,3 +21,11 @@ package v1alpha1
 // DeviceListerExpansion allows custom methods to be added to
 // DeviceLister.
 type DeviceListerExpansion interface{}
+
+// FleetListerExpansion allows custom methods to be added to
+// FleetLister.
+type FleetListerExpansion interface{}
+
+// FleetNamespaceListerExpansion allows custom methods to be added to
+// FleetNamespaceLister.
+type FleetNamespaceListerExpansion interface{}

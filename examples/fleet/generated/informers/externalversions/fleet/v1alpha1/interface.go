@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// Devices returns a DeviceInformer.
 	Devices() TypedDeviceInformer
+	// Fleets returns a FleetInformer.
+	Fleets() TypedFleetInformer
 }
 
 type version struct {
@@ -42,4 +44,9 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // Devices returns a TypedDeviceInformer.
 func (v *version) Devices() TypedDeviceInformer {
 	return &deviceInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// Fleets returns a TypedFleetInformer.
+func (v *version) Fleets() TypedFleetInformer {
+	return &fleetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

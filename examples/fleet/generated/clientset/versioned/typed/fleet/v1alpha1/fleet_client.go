@@ -29,6 +29,7 @@ import (
 type FleetV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	DevicesGetter
+	FleetsGetter
 }
 
 // FleetV1alpha1Client is used to interact with features provided by the fleet.example.com group.
@@ -38,6 +39,10 @@ type FleetV1alpha1Client struct {
 
 func (c *FleetV1alpha1Client) Devices() DeviceInterface {
 	return newDevices(c)
+}
+
+func (c *FleetV1alpha1Client) Fleets(namespace string) FleetInterface {
+	return newFleets(c, namespace)
 }
 
 // NewForConfig creates a new FleetV1alpha1Client for the given config.

@@ -32,6 +32,10 @@ func (c *FakeFleetV1alpha1) Devices() v1alpha1.DeviceInterface {
 	return newFakeDevices(c)
 }
 
+func (c *FakeFleetV1alpha1) Fleets(namespace string) v1alpha1.FleetInterface {
+	return newFakeFleets(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeFleetV1alpha1) RESTClient() rest.Interface {
