@@ -1,0 +1,351 @@
+package semantics_test
+
+// Case V1 of ../shared/cases/day-two.md: one kind in two versions, one
+// object. The fleet example's Fleet is served in v1 (the storage version)
+// and v1alpha1 (deprecated), where v1's spec.replicas is v1alpha1's
+// spec.size and v1's spec.placement.region and .zone are v1alpha1's
+// spec.region "region/zone".
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
+
+	fleetv1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
+	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1alpha1"
+	"github.com/customapi/customapi/examples/fleet/fleetapi"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/server"
+)
+
+// typed is the method set of a typed client both doors have, in-process
+// (pkg/client) and over HTTP (client-go's gentype).
+type typed[T runtime.Object, L runtime.Object] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// fleetDoors are the clients of fleets in one namespace through one door,
+// in both versions, with the warnings the server answered with.
+type fleetDoors struct {
+	name   string
+	alpha  typed[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList]
+	v1     typed[*fleetv1.Fleet, *fleetv1.FleetList]
+	warned func(ctx context.Context) (context.Context, func() []string)
+}
+
+// recorder collects the warnings of in-process requests or HTTP responses.
+type recorder struct {
+	mu  sync.Mutex
+	msg []string
+}
+
+func (r *recorder) AddWarning(_, text string) { r.add(text) }
+
+func (r *recorder) HandleWarningHeader(_ int, _ string, text string) { r.add(text) }
+
+func (r *recorder) add(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msg = append(r.msg, text)
+}
+
+func (r *recorder) since(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msg[n:]...)
+}
+
+func (r *recorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.msg)
+}
+
+// startFleets starts a server of fleets (both versions) and devices with
+// the watch cache on or off, and returns its in-process and HTTP doors,
+// each in a namespace of its own.
+func startFleets(t *testing.T, cache bool) (*customapitest.Server, []fleetDoors) {
+	t.Helper()
+	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = cache }, fleetapi.Fleets, fleetapi.Devices)
+	ns, httpNS := s.Namespace(t), s.Namespace(t)
+	reg := s.Registry()
+	inAlpha, err := client.For[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](reg, fleetapi.Fleets.In("v1alpha1"), client.WithFieldManager("tester"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inV1, err := client.For[*fleetv1.Fleet, *fleetv1.FleetList](reg, fleetapi.Fleets, client.WithFieldManager("tester"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRec := &recorder{}
+	httpRec := &recorder{}
+	scheme, err := resource.NewScheme(fleetapi.Fleets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache2 := map[bool]string{true: "on", false: "off"}[cache]
+	return s, []fleetDoors{
+		{
+			name: "inprocess/cache=" + cache2, alpha: inAlpha.Namespace(ns), v1: inV1.Namespace(ns),
+			warned: func(ctx context.Context) (context.Context, func() []string) {
+				n := inRec.len()
+				return warning.WithWarningRecorder(ctx, inRec), func() []string { return inRec.since(n) }
+			},
+		},
+		{
+			name:  "http/cache=" + cache2,
+			alpha: httpTyped[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](t, s, scheme, fleetapi.Fleets.In("v1alpha1"), httpNS, httpRec),
+			v1:    httpTyped[*fleetv1.Fleet, *fleetv1.FleetList](t, s, scheme, fleetapi.Fleets, httpNS, httpRec),
+			warned: func(ctx context.Context) (context.Context, func() []string) {
+				n := httpRec.len()
+				return ctx, func() []string { return httpRec.since(n) }
+			},
+		},
+	}
+}
+
+// httpTyped is client-go's typed client of res over HTTPS, as a generated
+// clientset builds it, with field manager "tester".
+func httpTyped[T interface {
+	runtime.Object
+	metav1.Object
+	comparable
+}, L runtime.Object](t *testing.T, s *customapitest.Server, scheme *runtime.Scheme, res resource.Resource, ns string, warn rest.WarningHandler) typed[T, L] {
+	t.Helper()
+	gv := res.GroupVersionKind.GroupVersion()
+	cfg := rest.CopyConfig(s.Config)
+	cfg.APIPath = "/apis"
+	cfg.GroupVersion = &gv
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	cfg.WarningHandler = warn
+	cfg.UserAgent = "tester"
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gentype.NewClientWithList[T, L](res.Plural, rc, runtime.NewParameterCodec(scheme), ns,
+		func() T { return res.New().(T) }, func() L { return res.NewList().(L) })
+}
+
+// TestVersionsOneObject is case V1 through both doors, with the watch
+// cache on and off: create in v1alpha1, read in v1, update in v1, read in
+// v1alpha1, a watch in each version sees each change once, converted,
+// label selectors agree, one uid and resourceVersion throughout; only
+// v1alpha1 requests carry the deprecation warning.
+func TestVersionsOneObject(t *testing.T) {
+	for _, cache := range []bool{true, false} {
+		_, doors := startFleets(t, cache)
+		for _, d := range doors {
+			t.Run(d.name, func(t *testing.T) { testOneObject(t, d) })
+		}
+	}
+}
+
+func testOneObject(t *testing.T, d fleetDoors) {
+	ctx := t.Context()
+	wctx, warned := d.warned(ctx)
+	created, err := d.alpha.Create(wctx, &fleetv1alpha1.Fleet{
+		ObjectMeta: metav1.ObjectMeta{Name: "f", Labels: map[string]string{"app": "x"}},
+		Spec:       fleetv1alpha1.FleetSpec{Size: 3, Region: "eu-west/a"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deprecated = "fleet.example.com/v1alpha1 Fleet is deprecated; use fleet.example.com/v1 Fleet"
+	if w := warned(); !slices.Contains(w, deprecated) {
+		t.Errorf("create in v1alpha1 warned %q, want %q", w, deprecated)
+	}
+	uid, rv := created.UID, created.ResourceVersion
+
+	wctx, warned = d.warned(ctx)
+	got, err := d.v1.Get(wctx, "f", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := warned(); len(w) != 0 {
+		t.Errorf("get in v1 warned %q", w)
+	}
+	if got.UID != uid || got.ResourceVersion != rv || got.Spec.Replicas != 3 ||
+		got.Spec.Placement.Region != "eu-west" || got.Spec.Placement.Zone != "a" {
+		t.Fatalf("v1 get: uid %s rv %s spec %+v; want uid %s rv %s replicas 3, placement eu-west/a", got.UID, got.ResourceVersion, got.Spec, uid, rv)
+	}
+
+	// Watches in both versions from the create on.
+	wAlpha, err := d.alpha.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wAlpha.Stop()
+	wV1, err := d.v1.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wV1.Stop()
+
+	got.Spec.Replicas = 5
+	updated, err := d.v1.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alpha, err := d.alpha.Get(ctx, "f", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alpha.UID != uid || alpha.ResourceVersion != updated.ResourceVersion || alpha.Spec.Size != 5 || alpha.Spec.Region != "eu-west/a" {
+		t.Fatalf("v1alpha1 get after the v1 update: uid %s rv %s spec %+v; want rv %s size 5 region eu-west/a", alpha.UID, alpha.ResourceVersion, alpha.Spec, updated.ResourceVersion)
+	}
+	if apiVersion := alpha.APIVersion; apiVersion != "" && apiVersion != "fleet.example.com/v1alpha1" {
+		t.Errorf("v1alpha1 get: apiVersion %q", apiVersion)
+	}
+
+	// A second change; each watch must see the update, then this one, each
+	// once.
+	alpha.Labels["tier"] = "gold"
+	relabelled, err := d.alpha.Update(ctx, alpha, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		w    watch.Interface
+		spec func(runtime.Object) string
+	}{
+		{"v1alpha1", wAlpha, func(o runtime.Object) string {
+			f := o.(*fleetv1alpha1.Fleet)
+			return fmt.Sprintf("size=%d region=%s tier=%s", f.Spec.Size, f.Spec.Region, f.Labels["tier"])
+		}},
+		{"v1", wV1, func(o runtime.Object) string {
+			f := o.(*fleetv1.Fleet)
+			return fmt.Sprintf("size=%d region=%s/%s tier=%s", f.Spec.Replicas, f.Spec.Placement.Region, f.Spec.Placement.Zone, f.Labels["tier"])
+		}},
+	} {
+		want := []string{
+			"MODIFIED " + updated.ResourceVersion + " size=5 region=eu-west/a tier=",
+			"MODIFIED " + relabelled.ResourceVersion + " size=5 region=eu-west/a tier=gold",
+		}
+		var seen []string
+		deadline := time.After(wait.ForeverTestTimeout)
+		for len(seen) < len(want) {
+			select {
+			case ev, ok := <-w.w.ResultChan():
+				if !ok {
+					t.Fatalf("watch in %s closed after %q", w.name, seen)
+				}
+				m, err := metaOf(ev.Object)
+				if err != nil {
+					t.Fatalf("watch in %s: %s event: %v", w.name, ev.Type, err)
+				}
+				if m.GetUID() != uid {
+					t.Errorf("watch in %s: uid %s", w.name, m.GetUID())
+				}
+				seen = append(seen, fmt.Sprintf("%s %s %s", ev.Type, m.GetResourceVersion(), w.spec(ev.Object)))
+			case <-deadline:
+				t.Fatalf("watch in %s saw %q, want %q", w.name, seen, want)
+			}
+		}
+		if !slices.Equal(seen, want) {
+			t.Errorf("watch in %s saw %q, want %q", w.name, seen, want)
+		}
+	}
+
+	// Label selectors agree.
+	for _, sel := range []struct {
+		selector string
+		want     int
+	}{{"app=x", 1}, {"tier=gold", 1}, {"app=y", 0}} {
+		la, err := d.alpha.List(ctx, metav1.ListOptions{LabelSelector: sel.selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l1, err := d.v1.List(ctx, metav1.ListOptions{LabelSelector: sel.selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(la.Items) != sel.want || len(l1.Items) != sel.want {
+			t.Fatalf("list %s: %d in v1alpha1, %d in v1; want %d", sel.selector, len(la.Items), len(l1.Items), sel.want)
+		}
+		for i := range la.Items {
+			if la.Items[i].UID != l1.Items[i].UID || la.Items[i].ResourceVersion != l1.Items[i].ResourceVersion {
+				t.Errorf("list %s: item %d differs: %s@%s and %s@%s", sel.selector, i, la.Items[i].UID, la.Items[i].ResourceVersion, l1.Items[i].UID, l1.Items[i].ResourceVersion)
+			}
+		}
+	}
+}
+
+// TestVersionsApplyConflict: server-side apply by manager A in v1alpha1,
+// then by manager B in v1 on the same (converted) field, is 409 Conflict
+// naming A and its field, unless forced; managedFields record each
+// manager's apiVersion.
+func TestVersionsApplyConflict(t *testing.T) {
+	_, doors := startFleets(t, true)
+	for _, d := range doors {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := t.Context()
+			const name = "applied"
+			a := fmt.Sprintf(`{"apiVersion":"fleet.example.com/v1alpha1","kind":"Fleet","metadata":{"name":%q},"spec":{"size":2,"region":"us-east/b"}}`, name)
+			if _, err := d.alpha.Patch(ctx, name, types.ApplyPatchType, []byte(a), metav1.PatchOptions{FieldManager: "A"}); err != nil {
+				t.Fatal(err)
+			}
+			b := fmt.Sprintf(`{"apiVersion":"fleet.example.com/v1","kind":"Fleet","metadata":{"name":%q},"spec":{"replicas":4}}`, name)
+			_, err := d.v1.Patch(ctx, name, types.ApplyPatchType, []byte(b), metav1.PatchOptions{FieldManager: "B"})
+			// The conflict names A's field as A manages it, in v1alpha1
+			// (structured-merge-diff compares each manager's fields in
+			// that manager's version, as kube-apiserver does).
+			if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "A": .spec.size`) {
+				t.Fatalf("apply by B in v1: %v, want a 409 Conflict with A on .spec.size", err)
+			}
+			force := true
+			out, err := d.v1.Patch(ctx, name, types.ApplyPatchType, []byte(b), metav1.PatchOptions{FieldManager: "B", Force: &force})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Spec.Replicas != 4 || out.Spec.Placement.Region != "us-east" || out.Spec.Placement.Zone != "b" {
+				t.Errorf("after the forced apply: spec %+v", out.Spec)
+			}
+			versions := map[string]string{}
+			for _, e := range out.ManagedFields {
+				if e.Operation == metav1.ManagedFieldsOperationApply {
+					versions[e.Manager] = e.APIVersion
+				}
+			}
+			if versions["A"] != "fleet.example.com/v1alpha1" || versions["B"] != "fleet.example.com/v1" {
+				t.Errorf("managedFields apiVersions %v, want A in v1alpha1 and B in v1", versions)
+			}
+		})
+	}
+}
+
+// metaOf returns the object metadata of a watch event's object, or the
+// Status error of an ERROR event.
+func metaOf(obj runtime.Object) (metav1.Object, error) {
+	if st, ok := obj.(*metav1.Status); ok {
+		return nil, &apierrors.StatusError{ErrStatus: *st}
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no metadata", obj)
+	}
+	return m, nil
+}
