@@ -8,6 +8,7 @@ package semantics_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 
@@ -31,8 +33,10 @@ import (
 	"github.com/customapi/customapi/examples/fleet/fleetapi"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // typed is the method set of a typed client both doors have, in-process
@@ -348,4 +352,167 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 		return nil, fmt.Errorf("%T has no metadata", obj)
 	}
 	return m, nil
+}
+
+// TestVersionsStoredBeforeAndRemoved: fleets written when v1alpha1 was the
+// only version (and so the storage version) read in both versions once v1
+// is the storage version, and are stored as v1 at their next write; with
+// v1alpha1 Removed, it is not served (no in-process client, 404 over HTTP,
+// not in discovery) while its stored objects still read in v1.
+func TestVersionsStoredBeforeAndRemoved(t *testing.T) {
+	ctx := t.Context()
+	cfg, prefix := customapitest.Etcd(t)
+	opts := customapitest.RegistryOptions{Storage: storage.Config{Etcd: cfg, Prefix: prefix}}
+	alphaOnly := fleetapi.Fleets.In("v1alpha1")
+	alphaOnly.Versions = nil
+	old := customapitest.OpenRegistry(t, opts, alphaOnly)
+	ns := old.Namespace(t)
+	oldc, err := client.For[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](old.Registry, alphaOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := oldc.Namespace(ns).Create(ctx, &fleetv1alpha1.Fleet{
+		ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: fleetv1alpha1.FleetSpec{Size: 2, Region: "ap-south/c"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	key := old.Key(fleetapi.Fleets, ns, "old")
+	if got := storedAPIVersion(t, cfg, key); got != "fleet.example.com/v1alpha1" {
+		t.Fatalf("stored as %q before v1", got)
+	}
+
+	both := customapitest.OpenRegistry(t, opts, fleetapi.Fleets)
+	v1c, err := client.For[*fleetv1.Fleet, *fleetv1.FleetList](both.Registry, fleetapi.Fleets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alphac, err := client.For[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](both.Registry, fleetapi.Fleets.In("v1alpha1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v1c.Namespace(ns).Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != created.UID || got.ResourceVersion != created.ResourceVersion || got.Spec.Replicas != 2 || got.Spec.Placement != (fleetv1.Placement{Region: "ap-south", Zone: "c"}) {
+		t.Fatalf("old object in v1: %s@%s %+v", got.UID, got.ResourceVersion, got.Spec)
+	}
+	alpha, err := alphac.Namespace(ns).Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alpha.Spec != created.Spec || alpha.ResourceVersion != created.ResourceVersion {
+		t.Fatalf("old object in v1alpha1: %+v@%s, want %+v@%s", alpha.Spec, alpha.ResourceVersion, created.Spec, created.ResourceVersion)
+	}
+	got.Spec.Replicas = 3
+	if _, err := v1c.Namespace(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v := storedAPIVersion(t, cfg, key); v != "fleet.example.com/v1" {
+		t.Fatalf("stored as %q after a write, want the storage version", v)
+	}
+	if err := both.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	removed := fleetapi.Fleets
+	removed.Versions = slices.Clone(removed.Versions)
+	removed.Versions[0].Removed = true
+	s := customapitest.StartWithOptions(t, nil, removed)
+	if _, err := client.For[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](s.Registry(), removed.In("v1alpha1")); err == nil {
+		t.Error("an in-process client of a removed version")
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/apis/fleet.example.com/v1alpha1/namespaces/default/fleets", 404},
+		{"/apis/fleet.example.com/v1alpha1", 404},
+		{"/apis/fleet.example.com/v1/namespaces/default/fleets", 200},
+	} {
+		resp, err := s.HTTPClient.Get(s.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET %s: %d, want %d", tc.path, resp.StatusCode, tc.code)
+		}
+	}
+	groups, err := discovery.NewDiscoveryClientForConfigOrDie(s.Config).ServerGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == "fleet.example.com" && (len(g.Versions) != 1 || g.PreferredVersion.Version != "v1") {
+			t.Errorf("discovery of fleet.example.com: %+v", g)
+		}
+	}
+}
+
+// TestVersionsDiscovery: discovery lists both versions of the group, v1
+// preferred, and fleets in each.
+func TestVersionsDiscovery(t *testing.T) {
+	s := customapitest.Start(t, fleetapi.Fleets, fleetapi.Devices)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(s.Config)
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, g := range groups.Groups {
+		if g.Name != "fleet.example.com" {
+			continue
+		}
+		found = true
+		var versions []string
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+		}
+		if !slices.Equal(versions, []string{"v1", "v1alpha1"}) || g.PreferredVersion.Version != "v1" {
+			t.Errorf("versions %v preferred %s, want [v1 v1alpha1] preferred v1", versions, g.PreferredVersion.Version)
+		}
+	}
+	if !found {
+		t.Fatal("no group fleet.example.com")
+	}
+	for _, v := range []string{"v1", "v1alpha1"} {
+		list, err := dc.ServerResourcesForGroupVersion("fleet.example.com/" + v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range list.APIResources {
+			names = append(names, r.Name)
+		}
+		if !slices.Contains(names, "fleets") || !slices.Contains(names, "fleets/status") {
+			t.Errorf("%s resources %v, want fleets and fleets/status", v, names)
+		}
+	}
+}
+
+// storedAPIVersion returns the apiVersion of the JSON value stored at key.
+func storedAPIVersion(t *testing.T, cfg etcd.ClientConfig, key string) string {
+	t.Helper()
+	cli, err := cfg.NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	resp, err := cli.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("%s: %d values", key, len(resp.Kvs))
+	}
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(resp.Kvs[0].Value, &tm); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return tm.APIVersion
 }
