@@ -7,9 +7,12 @@ package semantics_test
 // spec.region "region/zone".
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -515,4 +520,85 @@ func storedAPIVersion(t *testing.T, cfg etcd.ClientConfig, key string) string {
 		t.Fatalf("%s: %v", key, err)
 	}
 	return tm.APIVersion
+}
+
+// TestVersionsEncodings: each version is served in JSON and CBOR, both
+// ways: a CBOR create in v1alpha1 reads back in v1 over JSON, and a GET in
+// each version answers the object of that version in each encoding.
+func TestVersionsEncodings(t *testing.T) {
+	s := customapitest.Start(t, fleetapi.Fleets)
+	ns := s.Namespace(t)
+	scheme, err := resource.NewScheme(fleetapi.Fleets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
+	mediaTypes := []string{runtime.ContentTypeJSON, runtime.ContentTypeCBOR}
+	encoder := func(mediaType string, gv schema.GroupVersion) runtime.Encoder {
+		info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+		if !ok {
+			t.Fatalf("no serializer for %s", mediaType)
+		}
+		return codecs.EncoderForVersion(info.Serializer, gv)
+	}
+	do := func(method, path, mediaType string, body []byte) []byte {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", mediaType)
+		if body != nil {
+			req.Header.Set("Content-Type", mediaType)
+		}
+		resp, err := s.HTTPClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode >= 300 || resp.Header.Get("Content-Type") != mediaType {
+			t.Fatalf("%s %s (%s): %d %s %q", method, path, mediaType, resp.StatusCode, resp.Header.Get("Content-Type"), data)
+		}
+		return data
+	}
+	alphaGV := schema.GroupVersion{Group: "fleet.example.com", Version: "v1alpha1"}
+	v1GV := schema.GroupVersion{Group: "fleet.example.com", Version: "v1"}
+	for i, mt := range mediaTypes {
+		name := fmt.Sprintf("enc-%d", i)
+		body, err := runtime.Encode(encoder(mt, alphaGV), &fleetv1alpha1.Fleet{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: fleetv1alpha1.FleetSpec{Size: 6, Region: "sa-east/d"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		do(http.MethodPost, "/apis/fleet.example.com/v1alpha1/namespaces/"+ns+"/fleets", mt, body)
+		for _, read := range mediaTypes {
+			for _, gv := range []schema.GroupVersion{alphaGV, v1GV} {
+				data := do(http.MethodGet, "/apis/"+gv.String()+"/namespaces/"+ns+"/fleets/"+name, read, nil)
+				obj, gvk, err := codecs.UniversalDeserializer().Decode(data, nil, nil)
+				if err != nil {
+					t.Fatalf("decode %s in %s: %v", read, gv, err)
+				}
+				if gvk.GroupVersion() != gv {
+					t.Errorf("GET in %s (%s) answered %s", gv, read, gvk)
+				}
+				switch f := obj.(type) {
+				case *fleetv1alpha1.Fleet:
+					if f.Spec.Size != 6 || f.Spec.Region != "sa-east/d" {
+						t.Errorf("%s in %s: %+v", read, gv, f.Spec)
+					}
+				case *fleetv1.Fleet:
+					if f.Spec.Replicas != 6 || f.Spec.Placement != (fleetv1.Placement{Region: "sa-east", Zone: "d"}) {
+						t.Errorf("%s in %s: %+v", read, gv, f.Spec)
+					}
+				default:
+					t.Errorf("%s in %s decoded to %T", read, gv, obj)
+				}
+			}
+		}
+	}
 }
