@@ -13,6 +13,10 @@
 // it are skipped when it is missing, except with CI=true in the environment,
 // where they fail: CI must not skip silently.
 //
+// Tests of the fleet example (examples/fleet: several versions of a kind,
+// TestVersionsKubectl) build it on first use and drive its binary the same
+// way.
+//
 // CUSTOMAPI_E2E_BINARY, if set, names an already built customapi binary to
 // test instead of building one.
 //

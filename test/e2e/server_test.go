@@ -85,6 +85,16 @@ func launchServer(dataDir string, args []string) (*serverProcess, error) {
 	if customapiBinary == "" {
 		return nil, errors.New("no customapi binary (TestMain did not run)")
 	}
+	return launchBinary(customapiBinary, readyLine, kubeconfigLine, dataDir, args)
+}
+
+// launchBinary is launchServer for any server binary built with
+// command.Main (customapi or an example): it starts `bin serve` with
+// dataDir and args and returns once bin printed a line matching readyRE (its
+// first submatch is the URL) followed by one matching kubeconfigRE (the admin
+// kubeconfig's path). The caller must call terminate.
+func launchBinary(bin string, readyRE, kubeconfigRE *regexp.Regexp, dataDir string, args []string) (*serverProcess, error) {
+	name := filepath.Base(bin)
 	// The server writes to the pipe itself (an *os.File is handed over as
 	// is), so reading it never races with cmd.Wait.
 	pr, pw, err := os.Pipe()
@@ -92,7 +102,7 @@ func launchServer(dataDir string, args []string) (*serverProcess, error) {
 		return nil, err
 	}
 	s := &serverProcess{DataDir: dataDir, exited: make(chan struct{})}
-	s.cmd = exec.Command(customapiBinary, append([]string{
+	s.cmd = exec.Command(bin, append([]string{
 		"serve", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", "0", "-v=0",
 	}, args...)...)
 	s.cmd.Stdout = pw
@@ -103,7 +113,7 @@ func launchServer(dataDir string, args []string) (*serverProcess, error) {
 	pw.Close()
 	if err != nil {
 		pr.Close()
-		return nil, fmt.Errorf("start %s: %w", customapiBinary, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() {
 		_ = s.cmd.Wait()
@@ -121,9 +131,9 @@ func launchServer(dataDir string, args []string) (*serverProcess, error) {
 			line, err := br.ReadString('\n')
 			s.stdout.Write([]byte(line))
 			line = strings.TrimRight(line, "\n")
-			if m := readyLine.FindStringSubmatch(line); m != nil {
+			if m := readyRE.FindStringSubmatch(line); m != nil {
 				url = m[1]
-			} else if m := kubeconfigLine.FindStringSubmatch(line); m != nil && url != "" {
+			} else if m := kubeconfigRE.FindStringSubmatch(line); m != nil && url != "" {
 				select { // only the first ready line counts; never block draining
 				case readyCh <- ready{url: url, kubeconfig: m[1]}:
 				default:
@@ -143,12 +153,12 @@ func launchServer(dataDir string, args []string) (*serverProcess, error) {
 		s.URL, s.KubeconfigPath = rd.url, rd.kubeconfig
 		return s, nil
 	case <-s.exited:
-		return nil, fmt.Errorf("customapi serve exited with status %d before its ready line\nstdout:\n%s\nstderr:\n%s",
-			s.cmd.ProcessState.ExitCode(), s.stdout.String(), s.stderr.String())
+		return nil, fmt.Errorf("%s serve exited with status %d before its ready line\nstdout:\n%s\nstderr:\n%s",
+			name, s.cmd.ProcessState.ExitCode(), s.stdout.String(), s.stderr.String())
 	case <-timer.C:
 		s.kill()
-		return nil, fmt.Errorf("customapi serve printed no ready line within %s\nstdout:\n%s\nstderr:\n%s",
-			readyTimeout, s.stdout.String(), s.stderr.String())
+		return nil, fmt.Errorf("%s serve printed no ready line within %s\nstdout:\n%s\nstderr:\n%s",
+			name, readyTimeout, s.stdout.String(), s.stderr.String())
 	}
 }
 
