@@ -174,7 +174,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("temporary directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	rm := &remapper{tmp: tmp, mods: map[string]string{}}
+	rm := &remapper{tmp: tmp, mods: map[string]string{}, verify: opts.Verify, out: out}
 
 	var owned []string // files in the module this run is responsible for
 	for _, key := range rootKeys {
@@ -204,6 +204,10 @@ func Run(ctx context.Context, opts Options) error {
 type remapper struct {
 	tmp  string
 	mods map[string]string // module dir -> its directory under tmp
+
+	verify    bool      // Options.Verify
+	out       io.Writer // Options.Out
+	userStale []string  // with verify: hand-written files that would be written (conversion stubs)
 }
 
 func (m *remapper) tmpModDir(modDir string) string {
@@ -333,8 +337,25 @@ func generateRoot(r *outputRoot, header string, rm *remapper) error {
 		if err := ca.Validate(); err != nil {
 			return fmt.Errorf("conversion-gen: %w", err)
 		}
-		if err := rm.execute("conversion-gen", conversiongen.NameSystems(), conversiongen.DefaultNameSystem(),
-			func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, ca) }, conversions); err != nil {
+		convert := func() error {
+			return rm.execute("conversion-gen", conversiongen.NameSystems(), conversiongen.DefaultNameSystem(),
+				func(c *generator.Context) []generator.Target { return conversiongen.GetTargets(c, ca) }, conversions)
+		}
+		if err := convert(); err != nil {
+			return err
+		}
+		wrote, err := writeConversionStubs(r.pkgs, rm)
+		if err != nil {
+			return err
+		}
+		if wrote {
+			// The stubs are the package's conversions now: conversion-gen
+			// registers them as such (AddConversionFunc).
+			if err := convert(); err != nil {
+				return err
+			}
+		}
+		if err := generateRoundTripTests(r, header, rm); err != nil {
 			return err
 		}
 	}
@@ -557,6 +578,10 @@ func reconcile(rm *remapper, owned []string, verify bool, out io.Writer) error {
 			return fmt.Errorf("writing %s: %w", f, err)
 		}
 		fmt.Fprintf(out, "wrote: %s\n", f)
+	}
+	for _, m := range rm.userStale {
+		stale++
+		fmt.Fprintln(out, m)
 	}
 	sort.Strings(owned)
 	for _, f := range owned {
