@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every generated file of the repository with cmd/customapi-gen,
 # the same command users run in their own modules: register, deepcopy and
-# OpenAPI code in the API packages (and generated.proto/generated.pb.go in those
+# OpenAPI code in the API packages (conversions, defaults and a round-trip
+# test in those tagged +k8s:conversion-gen / +k8s:defaulter-gen) (and generated.proto/generated.pb.go in those
 # tagged +k8s:protobuf-gen=package; no protoc needed), and pkg/generated/ and
 # examples/fleet/generated/ (OpenAPI definitions, clientset, listers,
 # informers, apply configurations).

@@ -16,7 +16,20 @@
 //   - conversion-gen, for packages tagged +k8s:conversion-gen=<import path
 //     of the storage version's package>: zz_generated.conversion.go
 //     (RegisterConversions, the Convert_* functions and the autoConvert_*
-//     ones the hand-written Convert_* of renamed or split fields call);
+//     ones the hand-written Convert_* of renamed or split fields call).
+//     A Convert_* function that code calls and the package does not
+//     declare is written once, as a stub that calls autoConvert_* and
+//     returns an error naming the fields conversion-gen left out, into a
+//     new conversion.go (conversion_2.go, ... if that exists), which Run
+//     never rewrites or removes; conversion-gen then runs again to see it.
+//     With Verify a missing one is reported as a missing file;
+//   - for the same packages, when the hub is among the API packages of the
+//     run: zz_generated.roundtrip_test.go, TestConversionRoundTrip, which
+//     fuzzes each kind both packages declare (apimachinery's
+//     apitesting/roundtrip and fuzzer) through hub -> version -> JSON ->
+//     hub, version -> hub -> version and version -> JSON -> version, with
+//     the package's roundTripFuzzerFuncs (declared in one of its _test.go
+//     files) when there is one;
 //   - openapi-gen: zz_generated.model_name.go in each API package, and
 //     <root>/generated/openapi/zz_generated.openapi.go holding the
 //     definitions of the API packages and of meta/v1, runtime and version
