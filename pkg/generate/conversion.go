@@ -2,6 +2,7 @@ package generate
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -118,9 +119,16 @@ func stubFile(pkg string, stubs []conversionStub, imports map[string]string) ([]
 		if len(s.fields) > 0 {
 			fields = strings.Join(s.fields, ", ")
 		}
-		fmt.Fprintf(&body, "\n// %s is a stub written by customapi-gen, once: conversion-gen could not\n", s.name)
-		fmt.Fprintf(&body, "// convert %s.\n", wrapComment(fields))
-		fmt.Fprintf(&body, "// Convert them here, after %s (which converts the\n// rest), and remove the error.\n", s.auto)
+		fmt.Fprintf(&body, "\n// %s is a stub written by customapi-gen, once.\n", s.name)
+		if len(s.fields) > 0 {
+			fmt.Fprintf(&body, "// conversion-gen could not convert these fields:\n")
+			for _, f := range s.fields {
+				fmt.Fprintf(&body, "//   - %s\n", f)
+			}
+		} else {
+			fmt.Fprintf(&body, "// conversion-gen could not convert some of the type's fields.\n")
+		}
+		fmt.Fprintf(&body, "//\n// Convert them here, after %s (which\n// converts the rest), and remove the error.\n", s.auto)
 		fmt.Fprintf(&body, "func %s%s error {\n", s.name, s.params)
 		fmt.Fprintf(&body, "\tif err := %s(in, out, s); err != nil {\n\t\treturn err\n\t}\n", s.auto)
 		fmt.Fprintf(&body, "\treturn errors.New(%q)\n}\n", fmt.Sprintf("%s is a stub: convert %s by hand (a stub written by customapi-gen)", s.name, fields))
@@ -150,26 +158,6 @@ func stubFile(pkg string, stubs []conversionStub, imports map[string]string) ([]
 		return nil, fmt.Errorf("formatting the conversion stubs: %w\n%s", err, src.Bytes())
 	}
 	return out, nil
-}
-
-// wrapComment breaks a long comment text at ", " to keep lines short.
-func wrapComment(s string) string {
-	var out strings.Builder
-	line := 0
-	for i, part := range strings.Split(s, ", ") {
-		if i > 0 {
-			out.WriteString(",")
-			if line+len(part) > 60 {
-				out.WriteString("\n// ")
-				line = 0
-			} else {
-				out.WriteString(" ")
-			}
-		}
-		out.WriteString(part)
-		line += len(part) + 2
-	}
-	return out.String()
 }
 
 // stubPath returns the file to write a package's conversion stubs into:
@@ -247,4 +235,27 @@ func writeConversionStubs(pkgs []*apiPackage, rm *remapper) (bool, error) {
 		wrote = true
 	}
 	return wrote, nil
+}
+
+// conversionPeerRefusals refuses a +k8s:conversion-gen=<path> that names no
+// package (conversion-gen would exit with a fatal log instead).
+func conversionPeerRefusals(ctx context.Context, pkgs []*apiPackage) []string {
+	known := map[string]bool{}
+	for _, p := range pkgs {
+		known[p.importPath] = true
+	}
+	var refusals []string
+	for _, p := range pkgs {
+		for _, peer := range p.conversionPeers {
+			if known[peer] {
+				continue
+			}
+			if _, err := listPackages(ctx, []string{peer}); err != nil {
+				refusals = append(refusals, fmt.Sprintf("%s: package %s has %s=%s, which names no package: give the import path of the storage version's package (for example %s/<group>/<version>)", p.docFile, p.importPath, conversionTag, peer, filepath.ToSlash(filepath.Dir(filepath.Dir(p.importPath)))))
+			} else {
+				known[peer] = true
+			}
+		}
+	}
+	return refusals
 }

@@ -53,9 +53,10 @@
 // comment carries +k8s:deepcopy-gen=package or +groupName. Before generating
 // anything, Run refuses, naming the file and the fix, what would break later:
 // a missing +groupName, +k8s:openapi-gen=true or +k8s:openapi-model-package
-// tag, and a root type (one embedding metav1.TypeMeta with metav1.ObjectMeta
+// tag, a root type (one embedding metav1.TypeMeta with metav1.ObjectMeta
 // or metav1.ListMeta) without
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object.
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object,
+// and a +k8s:conversion-gen tag naming no package.
 // In packages tagged +k8s:protobuf-gen=package it also refuses the field
 // types protobuf cannot carry, on which go-to-protobuf would exit or write
 // code that does not compile: int, uint and uintptr (use int32 or int64),

@@ -148,6 +148,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	refusals = append(refusals, protobufRefusals(pkgs)...)
+	refusals = append(refusals, conversionPeerRefusals(ctx, pkgs)...)
 	if len(refusals) > 0 {
 		return fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(refusals, "\n  "))
 	}

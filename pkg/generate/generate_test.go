@@ -339,8 +339,9 @@ func TestGenerateInFreshModule(t *testing.T) {
 // TestRefusals checks that customapi-gen refuses, before writing anything,
 // what would break later, naming file, field and fix: a missing
 // +k8s:openapi-model-package, a root type without the runtime.Object
-// deepcopy interface tag, and, in packages tagged +k8s:protobuf-gen=package,
-// Go types protobuf cannot carry.
+// deepcopy interface tag, a +k8s:conversion-gen tag naming no package,
+// and, in packages tagged +k8s:protobuf-gen=package, Go types protobuf
+// cannot carry.
 func TestRefusals(t *testing.T) {
 	bin := customapiGen(t)
 	noModel := strings.Replace(widgetDoc, "// +k8s:openapi-model-package=com.example.widgets.v1\n", "", 1)
@@ -364,6 +365,11 @@ func TestRefusals(t *testing.T) {
 			"add `// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object` above it",
 		},
 		notWant: []string{"type WidgetList"},
+	}, {
+		name:  "conversion-gen tag naming no package",
+		doc:   strings.Replace(widgetDoc, "// +groupName=", "// +k8s:conversion-gen=example.com/widgets/apis/widgets/v2\n// +groupName=", 1),
+		types: widgetTypes,
+		want:  []string{"apis/widgets/v1/doc.go: package example.com/widgets/apis/widgets/v1 has +k8s:conversion-gen=example.com/widgets/apis/widgets/v2, which names no package"},
 	}, {
 		name:  "protobuf: int",
 		doc:   widgetDoc,
