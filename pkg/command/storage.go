@@ -2,6 +2,8 @@ package command
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,27 +21,149 @@ func newStorageCommand(cfg Config) *cobra.Command {
 		Short: "Work on the objects stored in etcd",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newStorageRewriteCommand(cfg))
+	cmd.AddCommand(newStorageRewriteCommand(cfg), newStorageMigrateCommand(cfg))
 	return cmd
 }
 
-func newStorageRewriteCommand(cfg Config) *cobra.Command {
+// storageRun is what `storage rewrite` and `storage migrate` share: the
+// registry options, resources and flags, and the run that prints the
+// report.
+type storageRun struct {
+	cfg           Config
+	opts          *server.Options
+	served        []string
+	withBatteries bool
+	workers       int
+	versionsOnly  bool
+}
+
+func newStorageRun(cfg Config, versionsOnly bool) *storageRun {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
 	opts.WatchCache = false // nothing is served: read etcd directly
 	// serve's default: the RBAC objects are stored, and rewritten, too.
 	opts.Authorization.Mode = server.AuthorizationRBAC
-	served := cfg.defaultResources()
-	withBatteries := !cfg.DisableBatteries
-	var workers int
+	return &storageRun{cfg: cfg, opts: opts, served: cfg.defaultResources(), withBatteries: !cfg.DisableBatteries, versionsOnly: versionsOnly}
+}
+
+// addFlags adds serve's storage flags, --resources, --batteries and
+// --workers; verb is "rewrite" or "migrate".
+func (s *storageRun) addFlags(cmd *cobra.Command, verb string) {
+	// serve's flags of where and how objects are stored, with serve's
+	// meaning and defaults.
+	s.opts.AddStorageFlags(cmd.Flags())
+	cmd.Flags().StringSliceVar(&s.served, "resources", s.served, "Resources to "+verb+", by plural, as serve's --resources: "+s.cfg.resourcesHelp()+".")
+	cmd.Flags().BoolVar(&s.withBatteries, "batteries", s.withBatteries, "Also "+verb+" the built-in resources serve --batteries serves (namespaces, configmaps, secrets, events, leases).")
+	cmd.Flags().IntVar(&s.workers, "workers", rewrite.DefaultWorkers, "How many objects are rewritten concurrently.")
+}
+
+// progressInterval is how often a long run prints a progress line on
+// stderr.
+const progressInterval = time.Second
+
+func (s *storageRun) run(cmd *cobra.Command, _ []string) error {
+	resources, err := s.cfg.selectResources(s.served)
+	if err != nil {
+		return err
+	}
+	if s.withBatteries {
+		resources = append(batteries.Resources(batteries.Options{}), resources...)
+	}
+	ctx := cmd.Context()
+	reg, release, err := s.opts.OpenRegistry(ctx, resources...)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	lastProgress := start
+	progress := func(r rewrite.ResourceReport) {
+		if r.Complete || time.Since(lastProgress) < progressInterval {
+			return
+		}
+		lastProgress = time.Now()
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d read so far, %d rewritten (%s)\n", r.Resource, r.Read, r.Rewritten, time.Since(start).Round(time.Millisecond))
+	}
+	report, rewriteErr := reg.RewriteStorage(ctx, rewrite.Options{Workers: s.workers, VersionsOnly: s.versionsOnly, Progress: progress})
+	elapsed := time.Since(start)
+	out := cmd.OutOrStdout()
+	for _, r := range report.Resources {
+		fmt.Fprintln(out, r)
+	}
+	for _, r := range report.Resources {
+		if !slices.Equal(r.StoredVersionsBefore, r.StoredVersions) {
+			fmt.Fprintf(out, "%s: stored versions %s (were %s)\n", r.Resource, strings.Join(r.StoredVersions, ", "), strings.Join(r.StoredVersionsBefore, ", "))
+		}
+	}
+	n := report.Rewritten()
+	rate := ""
+	if n != 0 && elapsed > 0 {
+		rate = fmt.Sprintf(", %.0f objects/s", float64(n)/elapsed.Seconds())
+	}
+	if s.versionsOnly {
+		fmt.Fprintf(out, "migrated %d objects into their storage version in %s%s\n", n, elapsed.Round(time.Millisecond), rate)
+	} else {
+		fmt.Fprintf(out, "rewrote %d objects into %s in %s%s\n", n, report.MediaType, elapsed.Round(time.Millisecond), rate)
+	}
+	if err := release(); err != nil && rewriteErr == nil {
+		return err
+	}
+	return rewriteErr
+}
+
+func newStorageMigrateCommand(cfg Config) *cobra.Command {
+	s := newStorageRun(cfg, true)
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Rewrite every stored object that is not in its resource's storage version into it",
+		Long: `Rewrite every stored object of the --resources (and of serve's built-in
+resources) whose value in etcd is in another version than its resource's
+storage version (the version a previous declaration stored, for example
+v1alpha1 after v1 became the storage version), as Kubernetes' storage
+version migrator does, and report per resource how many were rewritten and
+how many objects were found in each version, for example:
+
+  fleets.fleet.example.com: 4000 rewritten (4000 not in v1), 1000 already v1; versions found: 1000 v1, 4000 v1alpha1
+  fleets.fleet.example.com: stored versions v1 (were v1alpha1, v1)
+
+It is storage rewrite restricted to versions: values in another encoding or
+under another encryption key but in the storage version are left as they
+are (storage rewrite re-encodes those too, and migrates versions as well).
+Rewritten values are written in --storage-media-type: pass the same storage
+flags as serve.
+
+The server records per resource the versions objects may be stored in (as a
+CustomResourceDefinition's status.storedVersions) and refuses to start when
+its declaration no longer declares one of them. Once a resource's run found
+nothing left to rewrite (no failures), its record is set to the storage
+version alone: from then on a declaration may drop the other versions.
+Run it once every server uses the new storage version.
+
+No update is lost: each object is rewritten by a no-op update guarded by the
+resourceVersion read; a concurrent write wins and the object is read again.
+It is resumable: a rerun rewrites only what is still in another version. A
+progress line per second goes to stderr while a resource is migrated.
+
+With the embedded etcd (no --etcd-servers) the command needs the data dir
+to itself: stop the server first. With --etcd-servers it may run while
+servers are up.`,
+		Args: cobra.NoArgs,
+		RunE: s.run,
+	}
+	s.addFlags(cmd, "migrate")
+	return cmd
+}
+
+func newStorageRewriteCommand(cfg Config) *cobra.Command {
+	s := newStorageRun(cfg, false)
 	cmd := &cobra.Command{
 		Use:   "rewrite",
 		Short: "Re-encode every stored object in --storage-media-type and under the primary encryption key",
 		Long: `Rewrite every stored object of the --resources (and of serve's built-in
 resources: secrets, config maps, ..., RBAC) whose value in etcd is not in
---storage-media-type, or not under the primary key of the encryption
+--storage-media-type, not under the primary key of the encryption
 configuration (--encryption-provider-config, or the data dir's generated
-encryption-config.yaml), and report per resource how many were rewritten and
+encryption-config.yaml), or not in its resource's storage version (see
+storage migrate, which rewrites only those), and report per resource how many were rewritten and
 how many were already current, for example:
 
   ` + cfg.Resources[0].GroupVersionResource().GroupResource().String() + `: 200 rewritten (100 from application/cbor, 100 from application/vnd.kubernetes.protobuf), 100 already application/json
@@ -67,42 +191,8 @@ refuses at once, naming the server's pid. With --etcd-servers it may run
 while servers are up, once all of them use the new --storage-media-type
 (a server still writing the old encoding undoes its work).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			resources, err := cfg.selectResources(served)
-			if err != nil {
-				return err
-			}
-			if withBatteries {
-				resources = append(batteries.Resources(batteries.Options{}), resources...)
-			}
-			ctx := cmd.Context()
-			reg, release, err := opts.OpenRegistry(ctx, resources...)
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			report, rewriteErr := reg.RewriteStorage(ctx, rewrite.Options{Workers: workers})
-			elapsed := time.Since(start)
-			for _, r := range report.Resources {
-				fmt.Fprintln(cmd.OutOrStdout(), r)
-			}
-			n := report.Rewritten()
-			rate := ""
-			if n != 0 && elapsed > 0 {
-				rate = fmt.Sprintf(", %.0f objects/s", float64(n)/elapsed.Seconds())
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "rewrote %d objects into %s in %s%s\n", n, report.MediaType, elapsed.Round(time.Millisecond), rate)
-			if err := release(); err != nil && rewriteErr == nil {
-				return err
-			}
-			return rewriteErr
-		},
+		RunE: s.run,
 	}
-	// serve's flags of where and how objects are stored, with serve's
-	// meaning and defaults.
-	opts.AddStorageFlags(cmd.Flags())
-	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to rewrite, by plural, as serve's --resources: "+cfg.resourcesHelp()+".")
-	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also rewrite the built-in resources serve --batteries serves (namespaces, configmaps, secrets, events, leases).")
-	cmd.Flags().IntVar(&workers, "workers", rewrite.DefaultWorkers, "How many objects are rewritten concurrently.")
+	s.addFlags(cmd, "rewrite")
 	return cmd
 }

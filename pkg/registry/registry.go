@@ -200,6 +200,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if err := r.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.openStoredVersions(ctx); err != nil { // storedversions.go
+		return nil, err
+	}
 	if err := r.openHooks(ctx); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,20 @@ type Options struct {
 	// PageSize is how many keys each etcd range read returns; 0 means
 	// DefaultPageSize.
 	PageSize int64
+	// VersionsOnly makes Run rewrite only the values whose apiVersion is
+	// not their resource's storage version (Resource.StorageVersion), as
+	// `customapi storage migrate` does; values in another encoding or
+	// under another encryption key but in the storage version are left
+	// as they are (and counted as current). Otherwise every stale value
+	// is rewritten, whatever makes it stale (`customapi storage rewrite`).
+	VersionsOnly bool
+	// Progress, when set, is called after each page of PageSize keys a
+	// resource's scan has read, with the resource's counts so far
+	// (ResourceReport.Read values read; the rewrites of the last page may
+	// still be under way), and once more when the resource is done. It is
+	// called from one goroutine at a time; `customapi storage migrate`
+	// prints it on stderr.
+	Progress func(ResourceReport)
 }
 
 // Target is the storage Run rewrites: the etcd, key prefix and encoding
@@ -79,6 +94,13 @@ type Resource struct {
 	// storage.TransformerFor): it tells whether a value is under the
 	// primary encryption key.
 	Transformer value.Transformer
+	// StorageVersion is the group and version Storage's codec writes (the
+	// resource.Resource's own GroupVersionKind, or that of the resource it
+	// is stored as): a value whose apiVersion (storage.GroupVersionKindOfValue)
+	// is another is stale, written by a release whose storage version was
+	// another, and is rewritten into this one. Empty: the version is
+	// neither checked nor counted.
+	StorageVersion schema.GroupVersion
 }
 
 // Report is what Run did: the encoding it rewrote into and one entry per
@@ -108,6 +130,23 @@ type ResourceReport struct {
 	Resource schema.GroupResource
 	// MediaType is the encoding values were rewritten into.
 	MediaType string
+	// StorageVersion is the version values were rewritten into
+	// (Resource.StorageVersion's Version).
+	StorageVersion string
+	// VersionsOnly is Options.VersionsOnly: only values in another version
+	// than StorageVersion were stale.
+	VersionsOnly bool
+	// Read is how many values the scan of the resource's key range read
+	// (every object that existed when its page was read).
+	Read int
+	// Versions counts the values read by the version their apiVersion
+	// names, before any rewrite: "v1alpha1" (or the whole apiVersion,
+	// "other.group/v1", when its group is not the resource's; "" when the
+	// value has none that can be read). Nil without Resource.StorageVersion.
+	Versions map[string]int
+	// NotStorageVersion counts the rewritten values whose apiVersion was
+	// not the storage version.
+	NotStorageVersion int
 	// Rewritten is how many values this call re-encoded, each by one write
 	// (a new resourceVersion; a MODIFIED watch event with the same object).
 	Rewritten int
@@ -124,8 +163,9 @@ type ResourceReport struct {
 	// them puts them under the primary key, after which the other keys can
 	// be removed from the configuration.
 	NotPrimaryKey int
-	// AlreadyCurrent is how many values were already in MediaType and under
-	// the primary key, including those a concurrent write rewrote before
+	// AlreadyCurrent is how many values were already in MediaType, under
+	// the primary key and in StorageVersion (with VersionsOnly: in
+	// StorageVersion), including those a concurrent write rewrote before
 	// this call got to them.
 	AlreadyCurrent int
 	// Deleted is how many objects were deleted between the range read and
@@ -134,39 +174,84 @@ type ResourceReport struct {
 	// Failed is how many values could not be rewritten (Run's error names
 	// the first of them); they are left as they were.
 	Failed int
+	// Complete says that the scan read the whole key range and every
+	// stale value it found was handled (rewritten, found current or
+	// deleted, or failed); false when Run stopped mid-way (ctx, etcd).
+	// Complete with Failed 0: nothing stale is left of what existed when
+	// the scan read it.
+	Complete bool
+	// StoredVersionsBefore and StoredVersions are the resource's stored
+	// versions record (see registry.Open) before and after the run, set by
+	// registry.Registry.RewriteStorage, which sets it to the storage
+	// version alone after a Complete run with Failed 0.
+	StoredVersionsBefore, StoredVersions []string
 }
 
 // String reads, for example, "customs.test: 200 rewritten (100 from
 // application/cbor, 100 from application/vnd.kubernetes.protobuf), 100
 // already application/json", with ", N deleted meanwhile" and ", N failed"
-// when those are not zero.
+// when those are not zero. When values were found in another version than
+// the storage version, the parenthesis says how many of the rewritten were
+// ("N not in v1") and the line ends with the count per version found:
+// "; versions found: 4000 v1alpha1, 1000 v1". With VersionsOnly, "already
+// v1" replaces "already application/json".
 func (r ResourceReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d rewritten", r.Resource, r.Rewritten)
-	if len(r.From) != 0 {
-		from := make([]string, 0, len(r.From))
-		for mt, n := range r.From {
-			if mt == "" {
-				mt = "an unrecognised encoding"
-			}
-			from = append(from, fmt.Sprintf("%d from %s", n, mt))
+	var from []string
+	for mt, n := range r.From {
+		if mt == "" {
+			mt = "an unrecognised encoding"
 		}
-		sort.Strings(from)
-		if r.NotPrimaryKey != 0 {
-			from = append(from, fmt.Sprintf("%d not under the primary encryption key", r.NotPrimaryKey))
-		}
-		fmt.Fprintf(&b, " (%s)", strings.Join(from, ", "))
-	} else if r.NotPrimaryKey != 0 {
-		fmt.Fprintf(&b, " (%d not under the primary encryption key)", r.NotPrimaryKey)
+		from = append(from, fmt.Sprintf("%d from %s", n, mt))
 	}
-	fmt.Fprintf(&b, ", %d already %s", r.AlreadyCurrent, r.MediaType)
+	sort.Strings(from)
+	if r.NotPrimaryKey != 0 {
+		from = append(from, fmt.Sprintf("%d not under the primary encryption key", r.NotPrimaryKey))
+	}
+	if r.NotStorageVersion != 0 {
+		from = append(from, fmt.Sprintf("%d not in %s", r.NotStorageVersion, r.StorageVersion))
+	}
+	if len(from) != 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(from, ", "))
+	}
+	if r.VersionsOnly {
+		fmt.Fprintf(&b, ", %d already %s", r.AlreadyCurrent, r.StorageVersion)
+	} else {
+		fmt.Fprintf(&b, ", %d already %s", r.AlreadyCurrent, r.MediaType)
+	}
 	if r.Deleted != 0 {
 		fmt.Fprintf(&b, ", %d deleted meanwhile", r.Deleted)
 	}
 	if r.Failed != 0 {
 		fmt.Fprintf(&b, ", %d failed", r.Failed)
 	}
+	if r.StorageVersion != "" && (r.VersionsOnly || r.Versions[r.StorageVersion] != r.Read) {
+		fmt.Fprintf(&b, "; versions found: %s", r.versionCounts())
+	}
 	return b.String()
+}
+
+// versionCounts reads "1000 v1, 4000 v1alpha1": Versions, sorted by
+// version, "none" when empty.
+func (r ResourceReport) versionCounts() string {
+	if len(r.Versions) == 0 {
+		return "none"
+	}
+	vs := make([]string, 0, len(r.Versions))
+	for v := range r.Versions {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		name := v
+		if name == "" {
+			name = "no readable apiVersion"
+		}
+		out[i] = fmt.Sprintf("%d %s", r.Versions[v], name)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Run re-encodes every stored object of every resource of t whose value in
@@ -217,7 +302,9 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	var errs []error
 	failed := 0
 	for _, res := range t.Resources {
-		rw := &resourceRewriter{target: &t, res: res, cli: cli, report: ResourceReport{Resource: res.Resource, MediaType: t.MediaType}}
+		rw := &resourceRewriter{target: &t, res: res, cli: cli, versionsOnly: opts.VersionsOnly, progressFn: opts.Progress, report: ResourceReport{
+			Resource: res.Resource, MediaType: t.MediaType, StorageVersion: res.StorageVersion.Version, VersionsOnly: opts.VersionsOnly,
+		}}
 		err := rw.run(ctx, opts)
 		report.Resources = append(report.Resources, rw.report)
 		failed += rw.report.Failed
@@ -240,6 +327,10 @@ type resourceRewriter struct {
 	target *Target // with Prefix and MediaType defaulted
 	res    Resource
 	cli    *clientv3.Client
+	// versionsOnly: Options.VersionsOnly.
+	versionsOnly bool
+	// progressFn: Options.Progress.
+	progressFn func(ResourceReport)
 
 	mu     sync.Mutex
 	report ResourceReport
@@ -254,6 +345,10 @@ type staleValue struct {
 	mediaType   string // of the decrypted value
 	// notPrimaryKey: the transformer reported the value stale.
 	notPrimaryKey bool
+	// version is the value's version (ResourceReport.Versions' key);
+	// notStorageVersion: it is not the storage version.
+	version           string
+	notStorageVersion bool
 }
 
 // inspect decrypts one raw etcd value and says whether it is current: in
@@ -265,7 +360,28 @@ func (w *resourceRewriter) inspect(ctx context.Context, kv *mvccpb.KeyValue) (st
 		return staleValue{}, false, fmt.Errorf("%s: decrypt (is its key still in the encryption configuration?): %w", kv.Key, err)
 	}
 	v := staleValue{key: string(kv.Key), modRevision: kv.ModRevision, mediaType: storage.MediaTypeOfValue(plain), notPrimaryKey: stale}
-	return v, v.mediaType == w.target.MediaType && !stale, nil
+	if sv := w.res.StorageVersion; !sv.Empty() {
+		// A value whose apiVersion cannot be read is rewritten if it
+		// decodes at all (and fails otherwise).
+		gvk, err := storage.GroupVersionKindOfValue(plain)
+		if err == nil {
+			v.version = versionKey(gvk.GroupVersion(), sv)
+		}
+		v.notStorageVersion = err != nil || gvk.GroupVersion() != sv
+	}
+	if w.versionsOnly {
+		return v, !v.notStorageVersion, nil
+	}
+	return v, v.mediaType == w.target.MediaType && !stale && !v.notStorageVersion, nil
+}
+
+// versionKey is gv's key in ResourceReport.Versions: its version when its
+// group is the storage version's, else the whole apiVersion.
+func versionKey(gv, storageVersion schema.GroupVersion) string {
+	if gv.Group == storageVersion.Group {
+		return gv.Version
+	}
+	return gv.String()
 }
 
 // rewriteOutcome is what happened to one stale value.
@@ -317,7 +433,39 @@ func (w *resourceRewriter) run(ctx context.Context, opts Options) error {
 	if err != nil {
 		stop(err)
 	}
+	if fatal == nil {
+		w.mu.Lock()
+		w.report.Complete = true
+		w.mu.Unlock()
+	}
+	w.progress()
 	return fatal
+}
+
+// read counts one value the scan read (v is inspect's, err its error).
+func (w *resourceRewriter) read(v staleValue, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.report.Read++
+	if err != nil || w.res.StorageVersion.Empty() {
+		return
+	}
+	if w.report.Versions == nil {
+		w.report.Versions = map[string]int{}
+	}
+	w.report.Versions[v.version]++
+}
+
+// progress hands the counts so far to Options.Progress.
+func (w *resourceRewriter) progress() {
+	if w.progressFn == nil {
+		return
+	}
+	w.mu.Lock()
+	r := w.report
+	r.From, r.Versions = maps.Clone(r.From), maps.Clone(r.Versions)
+	w.mu.Unlock()
+	w.progressFn(r)
 }
 
 // scan reads the key range <prefix>/<group>/<resource>/ at one revision,
@@ -350,6 +498,7 @@ func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(
 			if err != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}
+			w.read(v, err)
 			if err != nil || current {
 				w.count(v, outcomeAlreadyCurrent, err)
 				continue
@@ -361,6 +510,7 @@ func (w *resourceRewriter) scan(ctx context.Context, pageSize int64, stale func(
 		if !resp.More || len(resp.Kvs) == 0 {
 			return nil
 		}
+		w.progress()
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 }
@@ -422,6 +572,9 @@ func (w *resourceRewriter) count(v staleValue, outcome rewriteOutcome, err error
 		if v.notPrimaryKey {
 			w.report.NotPrimaryKey++
 		}
+		if v.notStorageVersion {
+			w.report.NotStorageVersion++
+		}
 		if v.mediaType != w.target.MediaType {
 			if w.report.From == nil {
 				w.report.From = map[string]int{}
@@ -433,4 +586,26 @@ func (w *resourceRewriter) count(v staleValue, outcome rewriteOutcome, err error
 	case outcome == outcomeDeleted:
 		w.report.Deleted++
 	}
+}
+
+// ScanVersions reads the key range of res (<prefix>/<group>/<resource>/,
+// prefix "" meaning storage.DefaultPrefix) with cli, in pages of pageSize
+// keys (0: DefaultPageSize), as Run does, and returns the number of values
+// per version (ResourceReport.Versions; res.StorageVersion must be set),
+// without rewriting anything; an empty range gives an empty map. Values no
+// configured key decrypts are left out. registry.Open uses it to find the
+// versions objects are stored in when no record says so.
+func ScanVersions(ctx context.Context, cli *clientv3.Client, prefix string, res Resource, pageSize int64) (map[string]int, error) {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	t := Target{Prefix: storage.Config{Prefix: prefix}.WithDefaults().Prefix}
+	w := &resourceRewriter{target: &t, res: res, cli: cli, versionsOnly: true}
+	if err := w.scan(ctx, pageSize, func(staleValue) bool { return true }); err != nil {
+		return nil, fmt.Errorf("rewrite: versions of %s: %w", res.Resource, err)
+	}
+	if w.report.Versions == nil {
+		return map[string]int{}, nil
+	}
+	return w.report.Versions, nil
 }
