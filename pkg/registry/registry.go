@@ -194,13 +194,13 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		}
 		return nil, err
 	}
+	if err := r.openStoredVersions(ctx); err != nil { // storedversions.go
+		return nil, err
+	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
 	}
 	if err := r.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.openStoredVersions(ctx); err != nil { // storedversions.go
 		return nil, err
 	}
 	if err := r.openHooks(ctx); err != nil {

@@ -75,8 +75,7 @@ func putStoredVersions(prefix string, gr schema.GroupResource, old storedVersion
 // openStoredVersions keeps, for every resource with storage of its own, the
 // record of the versions its objects may be stored in, as kube-apiserver
 // keeps a CustomResourceDefinition's status.storedVersions, and refuses a
-// declaration that no longer declares one of them. Open calls it once the
-// stores serve. It reads every record with one range read; a resource
+// declaration that no longer declares one of them. It reads every record with one range read; a resource
 // without a record (its first start, or data written before records
 // existed) gets one: the versions its stored objects are in (one scan of
 // its keys, rewrite.ScanVersions) or, without objects, its storage
@@ -84,7 +83,9 @@ func putStoredVersions(prefix string, gr schema.GroupResource, old storedVersion
 // changes are written in one etcd transaction that compares each record
 // with what was read, so servers starting together on one etcd each
 // add their version and none is lost (on a conflict the records are read
-// again). Error: a stored version the resource does not declare
+// again). Open calls it once the stores are built, before waiting for
+// their watch caches (which cannot list objects of a version the scheme
+// does not know). Error: a stored version the resource does not declare
 // (resource.Resource.DeclaredVersions), naming the resource, the versions
 // and `customapi storage migrate`; or etcd failing.
 func (r *Registry) openStoredVersions(ctx context.Context) error {
@@ -97,6 +98,8 @@ func (r *Registry) openStoredVersions(ctx context.Context) error {
 	if len(own) == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
+	defer cancel()
 	cli, err := r.etcdCfg.NewClient(ctx)
 	if err != nil {
 		return fmt.Errorf("registry: stored versions: %w", err)
