@@ -317,8 +317,12 @@ func TestMigrateResumes(t *testing.T) {
 	if r1.Complete || r1.Rewritten == 0 || r1.Rewritten >= n {
 		t.Fatalf("stopped migration: %+v, want some rewritten, not complete", r1)
 	}
+	// A rewrite in flight when the context ended may have been
+	// committed without its worker learning it: at most one per worker
+	// more than the report counts.
 	left := rawVersions(t, raw, prefix)
-	if left["fleet.example.com/v1"] != r1.Rewritten || left["fleet.example.com/v1alpha1"] != n-r1.Rewritten {
+	done := left["fleet.example.com/v1"]
+	if done < r1.Rewritten || done > r1.Rewritten+2 || done+left["fleet.example.com/v1alpha1"] != n {
 		t.Fatalf("after the stopped migration etcd holds %v, report says %d rewritten", left, r1.Rewritten)
 	}
 	if got := storedVersionsRecord(t, raw, prefix); !slices.Equal(got, []string{"v1alpha1", "v1"}) {
@@ -331,8 +335,8 @@ func TestMigrateResumes(t *testing.T) {
 	}
 	r2 := fleetReport(t, second)
 	t.Logf("stopped: %s; resumed: %s", r1, r2)
-	if r2.Rewritten != n-r1.Rewritten || r2.AlreadyCurrent != r1.Rewritten || r2.Versions["v1alpha1"] != n-r1.Rewritten || !r2.Complete {
-		t.Fatalf("resumed migration: %+v, want the %d left rewritten", r2, n-r1.Rewritten)
+	if r2.Rewritten != n-done || r2.AlreadyCurrent != done || r2.Versions["v1alpha1"] != n-done || !r2.Complete {
+		t.Fatalf("resumed migration: %+v, want the %d left rewritten", r2, n-done)
 	}
 	if got := rawVersions(t, raw, prefix); got["fleet.example.com/v1"] != n {
 		t.Fatalf("after the resumed migration etcd holds %v", got)
