@@ -1,7 +1,8 @@
 // Package rewrite re-encodes the values a registry stored in etcd: those not
-// in the storage media type (after a switch of --storage-media-type) or not
-// under the primary encryption key (after a key rotation), as Kubernetes'
-// storage version migrator does. Run works on a Target: an etcd, a key
+// in the storage media type (after a switch of --storage-media-type), not
+// under the primary encryption key (after a key rotation) or not in their
+// resource's storage version (after another version became it), as
+// Kubernetes' storage version migrator does. Run works on a Target: an etcd, a key
 // prefix, a media type and, per resource, its storage.Interface, Go type
 // and value transformer; registry.Registry.RewriteStorage builds the Target
 // of a registry, and `customapi storage rewrite` calls that.

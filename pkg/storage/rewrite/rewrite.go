@@ -193,8 +193,9 @@ type ResourceReport struct {
 // when those are not zero. When values were found in another version than
 // the storage version, the parenthesis says how many of the rewritten were
 // ("N not in v1") and the line ends with the count per version found:
-// "; versions found: 4000 v1alpha1, 1000 v1". With VersionsOnly, "already
-// v1" replaces "already application/json".
+// "; versions found: 1000 v1, 4000 v1alpha1" (with VersionsOnly, whenever
+// values were read). With VersionsOnly, "already v1" replaces "already
+// application/json".
 func (r ResourceReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d rewritten", r.Resource, r.Rewritten)
@@ -226,7 +227,7 @@ func (r ResourceReport) String() string {
 	if r.Failed != 0 {
 		fmt.Fprintf(&b, ", %d failed", r.Failed)
 	}
-	if r.StorageVersion != "" && (r.VersionsOnly || r.Versions[r.StorageVersion] != r.Read) {
+	if r.StorageVersion != "" && r.Read != 0 && (r.VersionsOnly || r.Versions[r.StorageVersion] != r.Read) {
 		fmt.Fprintf(&b, "; versions found: %s", r.versionCounts())
 	}
 	return b.String()
@@ -255,21 +256,26 @@ func (r ResourceReport) versionCounts() string {
 }
 
 // Run re-encodes every stored object of every resource of t whose value in
-// etcd is not in t.MediaType or not under the primary key of its
-// encryption configuration (Resource.Transformer), and reports per resource
-// how many it rewrote and how many were already current. Run it after
-// switching --storage-media-type, or after making a new encryption key
-// primary, once no server writes the old encoding or with the old key any
-// more; reading never needs it (every encoding, and every key still
-// configured, stays readable). `customapi storage rewrite` runs it through
+// etcd is not in t.MediaType, not under the primary key of its
+// encryption configuration (Resource.Transformer) or not in the resource's
+// storage version (Resource.StorageVersion; with Options.VersionsOnly only
+// that counts), and reports per resource how many it rewrote, how many
+// were already current and how many values it found in each version. Run
+// it after switching --storage-media-type, after making a new encryption
+// key primary, or after making another version the storage version, once
+// no server writes the old encoding, key or version any more; reading
+// never needs it (every encoding, every key still configured and every
+// declared version stays readable). `customapi storage rewrite` and
+// `customapi storage migrate` run it through
 // registry.Registry.RewriteStorage.
 //
 // It follows Kubernetes' storage version migrator: it reads each
 // resource's key range from etcd (in pages of PageSize, at one revision),
 // decrypts each value with the resource's transformer (which reports a
 // value under a non-primary provider or key as stale, as kube-apiserver's
-// prefix transformers do) to see its encoding (storage.MediaTypeOfValue),
-// and rewrites each stale object through the resource's storage with a
+// prefix transformers do) to see its encoding (storage.MediaTypeOfValue)
+// and version (storage.GroupVersionKindOfValue, without decoding the
+// object), and rewrites each stale object through the resource's storage with a
 // no-op GuaranteedUpdate guarded by the resourceVersion it read. The
 // storage codec re-encodes the object unchanged: uid, spec, status,
 // labels, managedFields and generation stay as they were; the
