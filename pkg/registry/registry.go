@@ -123,8 +123,13 @@ type Registry struct {
 // RegistryHooks then apply until Close). Errors, never panics: no
 // resources, a resource without OpenAPIDefinitions, an invalid
 // declaration, Config or media type for a type, etcd that cannot start or
-// be reached within DefaultReadyTimeout (the error names the endpoints), an
-// OnOpen hook's error, or ctx ending first (the error wraps ctx.Err()). On
+// be reached within DefaultReadyTimeout (the error names the endpoints),
+// objects stored in a version the declaration no longer declares (the
+// stored versions record, storedversions.go: the error names the version
+// and `customapi storage migrate`), an OnOpen hook's error, or ctx ending
+// first (the error wraps ctx.Err()). A kind with Versions gets one store
+// in its storage version and a store per other served version (Store of
+// that version's GroupVersionResource, version.go). On
 // error everything already started is released before Open returns (a
 // store whose construction is still connecting is released once that is
 // over).
