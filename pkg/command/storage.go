@@ -100,7 +100,11 @@ func (s *storageRun) run(cmd *cobra.Command, _ []string) error {
 		rate = fmt.Sprintf(", %.0f objects/s", float64(n)/elapsed.Seconds())
 	}
 	if s.versionsOnly {
-		fmt.Fprintf(out, "migrated %d objects into their storage version in %s%s\n", n, elapsed.Round(time.Millisecond), rate)
+		objects := "objects"
+		if n == 1 {
+			objects = "object"
+		}
+		fmt.Fprintf(out, "migrated %d %s into their storage version in %s%s\n", n, objects, elapsed.Round(time.Millisecond), rate)
 	} else {
 		fmt.Fprintf(out, "rewrote %d objects into %s in %s%s\n", n, report.MediaType, elapsed.Round(time.Millisecond), rate)
 	}

@@ -190,17 +190,21 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		return nil, err
 	}
 	r.getter = getter
-	if r.stores, err = openStores(ctx, scheme, getter, converter, resources); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
-		}
-		return nil, err
+	// A declaration the server-side apply schema refuses fails Open before
+	// etcd is asked anything (the stores wait for the schema anyway).
+	conv := <-converter
+	if conv.err != nil {
+		return nil, conv.err
 	}
-	if err := r.openStoredVersions(ctx); err != nil { // storedversions.go
-		return nil, err
+	converter <- conv
+	// The stored versions come next: a store's watch cache starts listing
+	// as it is created, and could not decode objects of a version the
+	// declaration dropped (storedversions.go).
+	if err := r.openStoredVersions(ctx); err != nil {
+		return nil, r.etcdError(ctx, err)
+	}
+	if r.stores, err = openStores(ctx, scheme, getter, converter, resources); err != nil {
+		return nil, r.etcdError(ctx, err)
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
@@ -212,6 +216,18 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		return nil, err
 	}
 	return r, nil
+}
+
+// etcdError is err, from connecting to etcd during Open, with what ctx
+// ending or a deadline means for the user.
+func (r *Registry) etcdError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
+	}
+	return err
 }
 
 // typeConverter is resource.NewTypeConverter's result, from the goroutine

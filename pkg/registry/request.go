@@ -174,7 +174,9 @@ func (s *Store) listOptions(opts metav1.ListOptions) (*metainternalversion.ListO
 	}
 	if out.FieldSelector != nil {
 		for _, req := range out.FieldSelector.Requirements() {
-			if !s.res.SelectableField(req.Field) {
+			// The storage version's selectable fields, for every
+			// version: the selection runs on its objects.
+			if !s.storageVersion().res.SelectableField(req.Field) {
 				return nil, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,6 +19,11 @@ import (
 // storedVersionsAttempts bounds how often openStoredVersions reads the
 // records again after another server changed one of them first.
 const storedVersionsAttempts = 10
+
+// storedVersionsTimeout bounds the reads and writes of the stored versions
+// records at Open: 20 s, the bound k8s.io/apiserver's storage factory
+// gives a store to reach etcd.
+const storedVersionsTimeout = 20 * time.Second
 
 // storedVersionsRecord is the value of a resource's stored versions record
 // (storage.StoredVersionsKey), as JSON: the versions objects of the
@@ -98,7 +104,9 @@ func (r *Registry) openStoredVersions(ctx context.Context) error {
 	if len(own) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
+	// As long as a store may take to connect (k8s.io/apiserver's storage
+	// factory), so that an unreachable etcd fails Open as soon as before.
+	ctx, cancel := context.WithTimeout(ctx, storedVersionsTimeout)
 	defer cancel()
 	cli, err := r.etcdCfg.NewClient(ctx)
 	if err != nil {
@@ -197,7 +205,7 @@ func checkStoredVersions(prefix string, res resource.Resource, stored []string) 
 		return nil
 	}
 	return fmt.Errorf("registry: objects of %s may still be stored in version(s) %s, which its declaration no longer declares (it declares %s; stored versions record %s): "+
-		"declare them again (a resource.Version with Removed: true is enough to read them), run `customapi storage migrate` to rewrite every object into the storage version %s, then drop them",
+		"declare them again (a resource.Version with Removed: true is enough to read them), run the server binary's `storage migrate` command (`customapi storage migrate`) to rewrite every object into the storage version %s, then drop them",
 		res.GroupResource(), strings.Join(missing, ", "), strings.Join(declared, ", "), storage.StoredVersionsKey(prefix, res.GroupResource()), res.GroupVersionKind.Version)
 }
 

@@ -2,6 +2,7 @@ package resource
 
 import (
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -26,6 +27,7 @@ import (
 func NewTypeConverter(scheme *runtime.Scheme, resources ...Resource) (managedfields.TypeConverter, error) {
 	names := make([]string, 0, len(resources))
 	known := modelNames{}
+	typeOf := map[string]reflect.Type{} // model name -> the Go type that has it
 	for _, r := range resources {
 		if r.OpenAPIDefinitions == nil {
 			return nil, fmt.Errorf("resource: %s has no OpenAPIDefinitions (generate them with openapi-gen; managedFields and server-side apply need them)", r.GroupResource())
@@ -33,6 +35,16 @@ func NewTypeConverter(scheme *runtime.Scheme, resources ...Resource) (managedfie
 		if err := checkModelName(r, known); err != nil {
 			return nil, err
 		}
+		// Two versions' Go types with one model name (a version package
+		// whose doc.go was copied with its +k8s:openapi-model-package)
+		// would share one schema: explain and server-side apply would
+		// describe one version's fields for both.
+		name := r.New().(interface{ OpenAPIModelName() string }).OpenAPIModelName()
+		t := reflect.TypeOf(r.New())
+		if other, ok := typeOf[name]; ok && other != t {
+			return nil, fmt.Errorf("resource: %s: Go types %s and %s have the same OpenAPI model name %q: give each version's package its own // +k8s:openapi-model-package=<reverse-dns-of-group>.<version> in its doc.go and regenerate (customapi-gen)", r.GroupResource(), other, t, name)
+		}
+		typeOf[name] = t
 		names = append(names, openapiutil.GetCanonicalTypeName(r.New()))
 	}
 	namer := openapinamer.NewDefinitionNamer(scheme)

@@ -70,8 +70,9 @@ type Version struct {
 // In returns the declaration of the resource's kind in version v: the
 // Resource with v's GroupVersionKind, New and NewList, for
 // client.For and registry.Registry.Store (the typed client of that
-// version). The hooks, which take objects of the storage version, are
-// left out: a request in v runs the storage version's. For the Resource's
+// version). The hooks and selectable fields, which take objects of the
+// storage version, are left out: a request in v runs the storage
+// version's. For the Resource's
 // own version, In returns r itself; for a version r does not declare, a
 // Resource with that version and no constructors, which the registry
 // does not know.
@@ -94,14 +95,6 @@ func (r Resource) In(v string) Resource {
 		out.OpenAPIDefinitions = ver.OpenAPIDefinitions
 		if out.OpenAPIDefinitions == nil {
 			out.OpenAPIDefinitions = r.OpenAPIDefinitions
-		}
-		// The keys of the selectable fields, for the check of field
-		// selectors: the values come from the storage version's object.
-		if len(r.SelectableFields) > 0 {
-			out.SelectableFields = make(map[string]func(runtime.Object) string, len(r.SelectableFields))
-			for k := range r.SelectableFields {
-				out.SelectableFields[k] = nil
-			}
 		}
 	}
 	return out

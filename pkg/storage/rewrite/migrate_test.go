@@ -33,7 +33,7 @@ import (
 // version: the declaration of a release before v1 existed, which stored
 // every fleet as fleet.example.com/v1alpha1.
 var fleetsV1alpha1 = resource.Resource{
-	GroupVersionKind:   fleetv1alpha1.SchemeGroupVersion.WithKind("Fleet"),
+	GroupVersionKind:   fleetapi.Fleets.In("v1alpha1").GroupVersionKind,
 	Plural:             "fleets",
 	StatusSubresource:  true,
 	New:                func() runtime.Object { return &fleetv1alpha1.Fleet{} },
