@@ -1,7 +1,8 @@
 package semantics_test
 
-// Case V1 of ../shared/cases/day-two.md: one kind in two versions, one
-// object. The fleet example's Fleet is served in v1 (the storage version)
+// Two versions, one object (the case of Kubernetes' "Versions in
+// CustomResourceDefinitions" and sample-apiserver): one kind in two
+// versions, one object. The fleet example's Fleet is served in v1 (the storage version)
 // and v1alpha1 (deprecated), where v1's spec.replicas is v1alpha1's
 // spec.size and v1's spec.placement.region and .zone are v1alpha1's
 // spec.region "region/zone".
