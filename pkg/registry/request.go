@@ -204,11 +204,10 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 	}
 	s.WarnDeprecated(ctx, "")
 	ctx = genericapirequest.WithNamespace(ctx, c.Namespace)
-	obj, err := s.toStorage(obj)
+	obj, err := s.toStorage(obj) // a copy of its own
 	if err != nil {
 		return nil, err
 	}
-	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -241,11 +240,10 @@ func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts m
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}
 	s.WarnDeprecated(ctx, sub)
-	obj, err := s.toStorage(obj)
+	obj, err := s.toStorage(obj) // a copy of its own
 	if err != nil {
 		return nil, err
 	}
-	obj = obj.DeepCopyObject()
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

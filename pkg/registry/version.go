@@ -81,14 +81,15 @@ func openVersionStores(scheme *runtime.Scheme, stores map[schema.GroupVersionRes
 	return nil
 }
 
-// toStorage converts obj, an object of s's version, to the storage
-// version's Go type, defaulted first as the HTTP server's decoder defaults
-// a request body of that version. For a storage version's store obj is
-// returned as it is. obj is not modified. Errors: BadRequest (400) for an
+// toStorage returns a copy of obj, an object of s's version, that the
+// caller may modify: for a storage version's store a deep copy, for
+// another version's the object defaulted (as the HTTP server's decoder
+// defaults a request body of that version) and converted to the storage
+// version's Go type. obj is not modified. Errors: BadRequest (400) for an
 // object of another Go type or one the conversion refuses.
 func (s *Store) toStorage(obj runtime.Object) (runtime.Object, error) {
 	if s.of == nil {
-		return obj, nil
+		return obj.DeepCopyObject(), nil
 	}
 	if want := reflect.TypeOf(s.res.New()); reflect.TypeOf(obj) != want {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in %s: the object is a %T, not a %s", s.res.GroupResource(), s.res.GroupVersionKind.GroupVersion(), obj, want))
