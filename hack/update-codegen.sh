@@ -19,6 +19,7 @@ go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" \
   --openapi-only pkg/generated/openapi/builtin \
   k8s.io/api/core/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 \
   k8s.io/api/rbac/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 \
+  k8s.io/api/admissionregistration/v1 \
   k8s.io/apimachinery/pkg/api/resource k8s.io/apimachinery/pkg/util/intstr
 
 # The gRPC example's stubs and request messages (examples/grpc/relay.pb.go),

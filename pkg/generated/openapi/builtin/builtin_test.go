@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -31,6 +32,9 @@ func TestDefinitions(t *testing.T) {
 		&authenticationv1.TokenReview{}, &authenticationv1.SelfSubjectReview{},
 		&authorizationv1.SubjectAccessReview{}, &authorizationv1.SelfSubjectAccessReview{},
 		&authorizationv1.LocalSubjectAccessReview{}, &authorizationv1.SelfSubjectRulesReview{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+		&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{},
 	}
 	defs := builtin.GetOpenAPIDefinitions(func(p string) spec.Ref { return spec.MustCreateRef("#/definitions/" + p) })
 	for _, name := range []string{
@@ -54,7 +58,7 @@ func TestDefinitions(t *testing.T) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, rbacv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, admissionregistrationv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
