@@ -44,7 +44,9 @@ func (o Options) Validate() error {
 
 // Resources returns the declarations of every battery, in a stable order:
 // namespaces, configmaps and secrets (v1), leases (coordination.k8s.io/v1),
-// events (v1) and events (events.k8s.io/v1). Pass them, with the user's own
+// events (v1), events (events.k8s.io/v1) and the six kinds of
+// admissionregistration.k8s.io/v1 (Admission: webhook configurations and
+// admission policies with their bindings). Pass them, with the user's own
 // resources, to registry.Open or server.New. Namespaces bring the
 // namespace lifecycle (see Namespaces): namespaced objects can then only be
 // created in namespaces that exist; leave Namespaces out to keep any
@@ -54,5 +56,5 @@ func Resources(opts Options) []resource.Resource {
 	if ttl <= 0 {
 		ttl = DefaultEventTTL
 	}
-	return []resource.Resource{Namespaces, ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}
+	return append([]resource.Resource{Namespaces, ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}, Admission()...)
 }

@@ -9,6 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// ClusterAdminOnlyGroups are the API groups whose resources kube's bootstrap policy keeps out of the
+// ClusterRoles admin, edit and view (and so [AggregatedRolesFor] gives no roles):
+// admissionregistration.k8s.io, served by the batteries' admission kinds.
+var ClusterAdminOnlyGroups = []string{"admissionregistration.k8s.io"}
+
 // AggregatedResource names a served resource whose access joins the ClusterRoles admin, edit and view.
 type AggregatedResource struct {
 	// GroupResource is the API group ("" for core) and plural resource name, e.g. {test.customapi.io customs}.
@@ -33,12 +38,18 @@ type AggregatedResource struct {
 //
 // Roles carry the bootstrap label and the autoupdate annotation (see [BootstrapPolicy]) and come sorted by
 // name. Built-in resources whose kube rules differ (namespaces, secrets, events, leases) are covered by
-// [BootstrapPolicy] and should not be passed here. Errors: an empty resource name or a subresource containing
+// [BootstrapPolicy] and should not be passed here. Resources of the groups in [ClusterAdminOnlyGroups]
+// (admissionregistration.k8s.io: webhook configurations and admission policies) get no roles: kube's
+// bootstrap policy leaves them out of admin, edit and view, so only cluster-admin (and roles users write)
+// may change what every request is admitted by. Errors: an empty resource name or a subresource containing
 // "/", and the same group and resource given twice.
 func AggregatedRolesFor(resources []AggregatedResource) ([]rbacv1.ClusterRole, error) {
 	var roles []rbacv1.ClusterRole
 	seen := map[schema.GroupResource]bool{}
 	for _, res := range resources {
+		if slices.Contains(ClusterAdminOnlyGroups, res.Group) {
+			continue
+		}
 		if res.Resource == "" || strings.Contains(res.Resource, "/") {
 			return nil, fmt.Errorf("rbac: aggregated roles for %q: resource must be a plural name without '/'", res.GroupResource.String())
 		}

@@ -206,6 +206,8 @@ func TestAggregatedRolesFor(t *testing.T) {
 	roles, err := AggregatedRolesFor([]AggregatedResource{
 		{GroupResource: customs, Subresources: []string{"status"}},
 		{GroupResource: schema.GroupResource{Resource: "widgets"}, ExcludeFromView: true},
+		// kube's admin, edit and view do not name the admission kinds.
+		{GroupResource: schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}},
 	})
 	if err != nil {
 		t.Fatal(err)
