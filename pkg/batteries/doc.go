@@ -1,9 +1,12 @@
 // Package batteries declares the Kubernetes built-in resources customapi
 // serves besides users' own: namespaces, config maps and secrets (core v1), leases
-// (coordination.k8s.io/v1) and events (core v1 and events.k8s.io/v1, over
-// one storage as in kube-apiserver: resource.Resource.StoredAs), so
-// that controllers written for Kubernetes (leader election, event
-// recording, configuration) run unmodified.
+// (coordination.k8s.io/v1), events (core v1 and events.k8s.io/v1, over
+// one storage as in kube-apiserver: resource.Resource.StoredAs) and the
+// admission configuration of admissionregistration.k8s.io/v1 (Admission:
+// webhook configurations, validating and mutating admission policies and
+// their bindings), so that controllers written for Kubernetes (leader
+// election, event recording, configuration, admission webhooks and
+// policies) run unmodified.
 //
 // They are declared exactly as users declare their resources, as
 // resource.Resource values built on the k8s.io/api Go types, with the
