@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/util/dryrun"
 
@@ -51,8 +52,34 @@ func clusterContext(ctx context.Context) context.Context {
 	return genericapirequest.WithNamespace(ctx, "")
 }
 
-// admitCreate (RegistryHooks.AdmitCreate) returns nil when an object named
-// name of resource gr may be created in the request namespace of ctx: the
+// NamespaceLifecyclePlugin is the name of the namespaces battery's
+// admission plugin, kube-apiserver's: leave it out of a registry's chain
+// with registry.Config.DisableAdmissionPlugins (a server's
+// --disable-admission-plugins) to allow creates in namespaces that do not
+// exist.
+const NamespaceLifecyclePlugin = "NamespaceLifecycle"
+
+// lifecyclePlugin is the NamespaceLifecycle admission plugin of a
+// registry: a mutating plugin (so it runs first, before any other plugin
+// sees the object, as kube's does) that refuses creates in namespaces
+// that do not exist or are being terminated.
+type lifecyclePlugin struct {
+	lc *namespaceLifecycle
+}
+
+// Handles says the plugin handles creates.
+func (p lifecyclePlugin) Handles(op admission.Operation) bool { return op == admission.Create }
+
+// Admit refuses the create of attributes a when its namespace does not
+// exist or is Terminating (see admitCreate).
+func (p lifecyclePlugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.lc.admitCreate(ctx, a.GetNamespace(), a.GetResource().GroupResource(), a.GetName())
+}
+
+var _ admission.MutationInterface = lifecyclePlugin{}
+
+// admitCreate returns nil when an object named
+// name of resource gr may be created in namespace nsName: the
 // namespace exists and is not Terminating. It reads the namespace from the
 // watch cache, and from etcd when the cache does not have it or it was
 // deleted here recently. Errors: NotFound for the namespace (404),
@@ -61,8 +88,7 @@ func clusterContext(ctx context.Context) context.Context {
 // k8s.io/apiserver's create handler puts the new namespace's name into the
 // request namespace (POST /api/v1/namespaces), and kube's
 // NamespaceLifecycle admission skips the Namespace kind for that reason.
-func (l *namespaceLifecycle) admitCreate(ctx context.Context, gr schema.GroupResource, name string) error {
-	nsName := genericapirequest.NamespaceValue(ctx)
+func (l *namespaceLifecycle) admitCreate(ctx context.Context, nsName string, gr schema.GroupResource, name string) error {
 	if nsName == "" || gr == namespacesGR {
 		return nil
 	}

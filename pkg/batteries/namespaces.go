@@ -120,7 +120,7 @@ func openNamespaces(ctx context.Context, reg resource.Registry) (resource.Regist
 		return resource.RegistryHooks{}, err
 	}
 	return resource.RegistryHooks{
-		AdmitCreate:      lc.admitCreate,
+		AdmissionPlugins: []resource.AdmissionPlugin{{Name: NamespaceLifecyclePlugin, Plugin: lifecyclePlugin{lc}}},
 		Delete:           lc.delete,
 		DeleteCollection: lc.deleteCollection,
 		Run:              ctrl.Run,

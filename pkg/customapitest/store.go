@@ -34,6 +34,10 @@ type RegistryOptions struct {
 	// Audit is where in-process requests' audit events go
 	// (registry.Config.Audit); zero: not audited.
 	Audit registry.Audit
+	// AdmissionPlugins and DisableAdmissionPlugins shape the registry's
+	// admission chain (registry.Config's fields of those names).
+	AdmissionPlugins        []resource.AdmissionPlugin
+	DisableAdmissionPlugins []string
 }
 
 // Registry is a registry opened for tests: the registry itself, the etcd
@@ -66,7 +70,8 @@ func (r *Registry) Close() error {
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Storage: opts.Storage, Audit: opts.Audit}
+	rc := registry.Config{Storage: opts.Storage, Audit: opts.Audit,
+		AdmissionPlugins: opts.AdmissionPlugins, DisableAdmissionPlugins: opts.DisableAdmissionPlugins}
 	var cleanup []func() error
 	if len(opts.Storage.Etcd.Endpoints) == 0 {
 		prefix, err := newPrefix()

@@ -9,7 +9,6 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
@@ -20,8 +19,8 @@ import (
 
 // openHooks calls the OnOpen hook of every resource that has one, in the
 // order of the resources, and installs what they return: each store gets
-// its own resource's RegistryHooks and the AdmitCreate hooks of all, and
-// the Run loops start, ending at Close. An OnOpen error fails Open (no loop
+// its own resource's RegistryHooks, their AdmissionPlugins join the
+// admission chain, and the Run loops start, ending at Close. An OnOpen error fails Open (no loop
 // has started then).
 func (r *Registry) openHooks(ctx context.Context) error {
 	type opened struct {
@@ -43,15 +42,13 @@ func (r *Registry) openHooks(ctx context.Context) error {
 	if len(all) == 0 {
 		return nil
 	}
-	var admits []func(ctx context.Context, gr schema.GroupResource, name string) error
+	var plugins []resource.AdmissionPlugin
 	for _, o := range all {
 		o.st.hooks = o.hooks
-		if o.hooks.AdmitCreate != nil {
-			admits = append(admits, o.hooks.AdmitCreate)
-		}
+		plugins = append(plugins, o.hooks.AdmissionPlugins...)
 	}
-	for _, st := range r.stores {
-		st.admitCreates = admits
+	if err := r.admission.setHooks(plugins); err != nil {
+		return err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.stopControllers = cancel

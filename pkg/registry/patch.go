@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
@@ -54,7 +55,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	if err != nil {
 		return nil, err
 	}
-	return s.fromStorage(s.patch(ctx, c, name, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts))
+	return s.fromStorage(s.patch(ctx, c, name, sub, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts))
 }
 
 // Apply is server-side apply of obj, an apply configuration of the
@@ -77,7 +78,7 @@ func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	return s.fromStorage(s.patch(ctx, c, name, updater, mech, true, opts))
+	return s.fromStorage(s.patch(ctx, c, name, sub, updater, mech, true, opts))
 }
 
 // patchResource is what package patch needs of the store's resource, with
@@ -95,7 +96,7 @@ func (s *Store) patchResource(fm *managedfields.FieldManager) patch.Resource {
 // patcher does: a missing object is NotFound unless the patch is an apply
 // (which creates it), and the result must keep the request's name and
 // namespace.
-func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.Updater, mech patch.Mechanism, apply bool, opts metav1.PatchOptions) (runtime.Object, error) {
+func (s *Store) patch(ctx context.Context, c Caller, name, sub string, updater rest.Updater, mech patch.Mechanism, apply bool, opts metav1.PatchOptions) (runtime.Object, error) {
 	ctx = genericapirequest.WithNamespace(ctx, c.Namespace)
 	// mech runs again when the update retries on a conflict with a newer
 	// object; each warning reaches the caller once.
@@ -132,7 +133,23 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 		return obj, nil
 	}
 	uo := &metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation}
-	out, created, err := updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, apply, uo)
+	// Admission as the patch handler runs it: the mutating plugins on the
+	// patched object (a create when there was none: an apply), the
+	// validating ones inside the store. The options are the patch's,
+	// converted as the handler converts them.
+	req := s.newAdmissionRequest(ctx, c.Namespace, name, sub, opts.DryRun)
+	admit := s.admit()
+	createOpts := createOptions(metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+	updateOpts := updateOptions(*uo)
+	admitTransform := func(ctx context.Context, patched, cur runtime.Object) (runtime.Object, error) {
+		if exists(cur) {
+			return patched, mutate(ctx, admit, req.attributes(patched, cur, admission.Update, updateOpts), s.objects)
+		}
+		return patched, mutate(ctx, admit, req.attributes(patched, nil, admission.Create, createOpts), s.objects)
+	}
+	createValidation := rest.AdmissionToValidateObjectFunc(admit, req.attributes(nil, nil, admission.Create, createOpts), s.objects)
+	updateValidation := rest.AdmissionToValidateObjectUpdateFunc(admit, req.attributes(nil, nil, admission.Update, updateOpts), s.objects)
+	out, created, err := updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform, admitTransform), createValidation, updateValidation, apply, uo)
 	markCreated(ctx, created)
 	if !apply && apierrors.IsRequestEntityTooLargeError(err) {
 		dropManaged := func(_ context.Context, obj, _ runtime.Object) (runtime.Object, error) {
@@ -141,7 +158,7 @@ func (s *Store) patch(ctx context.Context, c Caller, name string, updater rest.U
 			}
 			return obj, nil
 		}
-		out, _, err = updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform, dropManaged), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, uo)
+		out, _, err = updater.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, transform, admitTransform, dropManaged), createValidation, updateValidation, false, uo)
 	}
 	return out, err
 }

@@ -53,6 +53,20 @@ type Config struct {
 	// ones of its --audit-* flags, so both doors log the same events.
 	// Zero: in-process requests are not audited.
 	Audit Audit
+	// AdmissionPlugins are users' Go admission plugins (resource.
+	// AdmissionPlugin), in order. The registry's admission chain, which
+	// both doors run, is: the resources' RegistryHooks plugins (the
+	// namespaces battery's NamespaceLifecycle), these, ResourceAdmit (the
+	// resources' Admit hooks), then what SetDynamicAdmission adds (the
+	// policies and webhooks of admissionregistration.k8s.io, kube's order).
+	// As in kube-apiserver every mutating plugin runs before every
+	// validating one. Names must be unique.
+	AdmissionPlugins []resource.AdmissionPlugin
+	// DisableAdmissionPlugins are names of plugins left out of the chain
+	// (kube-apiserver's --disable-admission-plugins), for example
+	// "NamespaceLifecycle" to allow creates in namespaces that do not
+	// exist. ResourceAdmit cannot be disabled (Open fails).
+	DisableAdmissionPlugins []string
 }
 
 // Audit is where the in-process door (pkg/client) sends the audit events
@@ -107,6 +121,11 @@ type Registry struct {
 	stop      chan struct{}             // closed by Close: ends the etcd check
 	audit     Audit                     // Config.Audit
 
+	// admission is the admission chain both doors run (admission.go);
+	// equivalent the kinds of the stores, for it.
+	admission  *admissionChain
+	equivalent runtime.EquivalentResourceRegistry
+
 	// stopControllers ends the RegistryHooks' Run loops (controllers);
 	// controllers is done when they have returned. Set by openHooks.
 	stopControllers context.CancelFunc
@@ -159,12 +178,16 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		}
 	}
 	r := &Registry{
-		scheme:    scheme,
-		resources: append([]resource.Resource(nil), resources...),
-		stores:    map[schema.GroupVersionResource]*Store{},
-		storage:   cfg.Storage.WithDefaults(),
-		stop:      make(chan struct{}),
-		audit:     cfg.Audit,
+		scheme:     scheme,
+		resources:  append([]resource.Resource(nil), resources...),
+		stores:     map[schema.GroupVersionResource]*Store{},
+		storage:    cfg.Storage.WithDefaults(),
+		stop:       make(chan struct{}),
+		audit:      cfg.Audit,
+		equivalent: runtime.NewEquivalentResourceRegistry(),
+	}
+	if r.admission, err = newAdmissionChain(cfg, resources); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -205,6 +228,11 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	}
 	if r.stores, err = openStores(ctx, scheme, getter, converter, resources); err != nil {
 		return nil, r.etcdError(ctx, err)
+	}
+	r.registerKinds()
+	objects := objectInterfaces{scheme: scheme, equivalent: r.equivalent}
+	for _, st := range r.stores {
+		st.admission, st.objects = r.admission, objects
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -148,7 +149,9 @@ func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (w
 // object is gone. Errors: NotFound (404), Conflict (409).
 func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
 	s.WarnDeprecated(ctx, "")
-	out, deleted, err := s.mainREST().Delete(genericapirequest.WithNamespace(ctx, c.Namespace), name, rest.ValidateAllObjectFunc, &opts)
+	req := s.newAdmissionRequest(ctx, c.Namespace, name, "", opts.DryRun)
+	validate := rest.AdmissionToValidateObjectDeleteFunc(s.admit(), req.attributes(nil, nil, admission.Delete, deleteOptions(&opts)), s.objects)
+	out, deleted, err := s.mainREST().Delete(genericapirequest.WithNamespace(ctx, c.Namespace), name, validate, &opts)
 	out, err = s.fromStorage(out, err)
 	return out, deleted, err
 }
@@ -161,7 +164,9 @@ func (s *Store) DeleteCollection(ctx context.Context, c Caller, opts metav1.Dele
 	if err != nil {
 		return nil, err
 	}
-	return s.fromStorage(s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), rest.ValidateAllObjectFunc, &opts, internal))
+	req := s.newAdmissionRequest(ctx, c.Namespace, "", "", opts.DryRun)
+	validate := rest.AdmissionToValidateObjectDeleteFunc(s.admit(), req.attributes(nil, nil, admission.Delete, deleteOptions(&opts)), s.objects)
+	return s.fromStorage(s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), validate, &opts, internal))
 }
 
 // listOptions converts and validates list options as kube-apiserver's list
@@ -217,11 +222,21 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 		return nil, err
 	}
 	obj = s.writes.main.UpdateNoErrors(s.main.New(), obj, managerOr(opts.FieldManager, c.DefaultManager))
-	out, err := s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
+	// Admission as the create handler runs it: the mutating plugins on the
+	// object as it came (with its managedFields), then the validating
+	// ones inside the store, after the strategy.
+	req := s.newAdmissionRequest(ctx, c.Namespace, m.GetName(), "", opts.DryRun)
+	attrs := req.attributes(obj, nil, admission.Create, createOptions(opts))
+	admit := s.admit()
+	if err := mutate(ctx, admit, attrs, s.objects); err != nil {
+		return nil, err
+	}
+	validate := rest.AdmissionToValidateObjectFunc(admit, attrs, s.objects)
+	out, err := s.mainREST().Create(ctx, obj, validate, &opts)
 	if apierrors.IsRequestEntityTooLargeError(err) {
 		if m, merr := meta.Accessor(obj); merr == nil && len(m.GetManagedFields()) > 0 {
 			m.SetManagedFields(nil)
-			out, err = s.mainREST().Create(ctx, obj, rest.ValidateAllObjectFunc, &opts)
+			out, err = s.mainREST().Create(ctx, obj, validate, &opts)
 		}
 	}
 	return s.fromStorage(out, err)
@@ -264,8 +279,22 @@ func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts m
 		}
 		return newObj, nil
 	}
+	// Admission as the update handler runs it: the mutating plugins as a
+	// transform of the stored object (a create when there is none), the
+	// validating ones inside the store.
+	req := s.newAdmissionRequest(ctx, c.Namespace, m.GetName(), sub, opts.DryRun)
+	admit := s.admit()
+	createOpts, updateOpts := updateToCreateOptions(opts), updateOptions(opts)
+	admitTransform := func(ctx context.Context, newObj, live runtime.Object) (runtime.Object, error) {
+		if exists(live) {
+			return newObj, mutate(ctx, admit, req.attributes(newObj, live, admission.Update, updateOpts), s.objects)
+		}
+		return newObj, mutate(ctx, admit, req.attributes(newObj, nil, admission.Create, createOpts), s.objects)
+	}
+	createValidation := rest.AdmissionToValidateObjectFunc(admit, req.attributes(nil, nil, admission.Create, createOpts), s.objects)
+	updateValidation := rest.AdmissionToValidateObjectUpdateFunc(admit, req.attributes(nil, nil, admission.Update, updateOpts), s.objects)
 	update := func() (runtime.Object, error) {
-		out, created, err := updater.Update(ctx, m.GetName(), rest.DefaultUpdatedObjectInfo(obj, transform), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &opts)
+		out, created, err := updater.Update(ctx, m.GetName(), rest.DefaultUpdatedObjectInfo(obj, transform, admitTransform), createValidation, updateValidation, false, &opts)
 		markCreated(ctx, created)
 		return out, err
 	}
@@ -314,4 +343,12 @@ func FieldManagerFromUserAgent(ua string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// exists reports whether obj, the stored object an update's transforms
+// get, is one (an update that creates gets an empty object), as the
+// handlers decide between a create's and an update's admission.
+func exists(obj runtime.Object) bool {
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetUID() != ""
 }

@@ -11,7 +11,6 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -47,8 +46,7 @@ func init() {
 
 func (s *Store) mainREST() *mainREST {
 	base := s.storageVersion()
-	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, admit: base.res.Admit,
-		hooks: base.hooks, admitCreates: base.admitCreates}
+	return &mainREST{Store: s.main, shortNames: s.res.ShortNames, categories: s.res.Categories, hooks: base.hooks}
 }
 
 func (s *Store) statusREST() *statusREST {
@@ -59,18 +57,17 @@ func (s *Store) statusREST() *statusREST {
 }
 
 // mainREST is the main resource: the generic store plus the short names
-// and categories served in discovery, the resource's Admit hook and the
-// registry's hooks (resource.RegistryHooks).
+// and categories served in discovery and the registry's hooks
+// (resource.RegistryHooks). Admission is not its business: the HTTP
+// handlers and the in-process request layer run the registry's chain
+// around it.
 type mainREST struct {
 	*genericregistry.Store
 	shortNames []string
 	categories []string
-	admit      func(ctx context.Context, obj, old runtime.Object) error // resource.Resource.Admit
 	// hooks are the RegistryHooks of the resource itself (Delete,
-	// DeleteCollection); admitCreates the AdmitCreate hooks of every
-	// resource of the registry. Both are set by Open.
-	hooks        resource.RegistryHooks
-	admitCreates []func(ctx context.Context, gr schema.GroupResource, name string) error
+	// DeleteCollection), set by Open.
+	hooks resource.RegistryHooks
 }
 
 // ShortNames implements rest.ShortNamesProvider.
@@ -116,15 +113,12 @@ func (r *mainREST) checkNamespace(ctx context.Context) error {
 }
 
 // Create implements rest.Creater: the generic store's create after the
-// namespace check and the registry's create admission (admitEveryCreate).
+// namespace check.
 func (r *mainREST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	if err := r.checkNamespace(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.admitEveryCreate(ctx, nameOf(obj)); err != nil {
-		return nil, err
-	}
-	return r.Store.Create(ctx, obj, r.admitCreate(createValidation), options)
+	return r.Store.Create(ctx, obj, createValidation, options)
 }
 
 // Get implements rest.Getter after the namespace check.

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -35,10 +34,13 @@ type Store struct {
 	// name. They share main's storage.
 	subresources map[string]*genericregistry.Store
 	// hooks are the RegistryHooks the resource's OnOpen returned for this
-	// registry, and admitCreates the AdmitCreate hooks of every resource of
-	// the registry; both set by Open once every store exists.
-	hooks        resource.RegistryHooks
-	admitCreates []func(ctx context.Context, gr schema.GroupResource, name string) error
+	// registry, set by Open once every store exists.
+	hooks resource.RegistryHooks
+	// admission is the registry's admission chain, which the in-process
+	// request layer runs as the HTTP handlers do, with objects for its
+	// plugins; set by Open.
+	admission *admissionChain
+	objects   objectInterfaces
 
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.

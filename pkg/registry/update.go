@@ -96,7 +96,7 @@ func (r *mainREST) Update(ctx context.Context, name string, objInfo rest.Updated
 	if err := r.checkNamespace(ctx); err != nil {
 		return nil, false, err
 	}
-	return r.Store.Update(ctx, name, clientUpdate{objInfo}, r.lifecycleOnCreate(r.admitCreate(createValidation)), r.admitUpdate(updateValidation), forceAllowCreate, options)
+	return r.Store.Update(ctx, name, clientUpdate{objInfo}, createValidation, updateValidation, forceAllowCreate, options)
 }
 
 var _ rest.Updater = &mainREST{}

@@ -6,7 +6,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 )
 
 // Subresource declares an update-only subresource of a resource besides
@@ -65,20 +65,30 @@ type Registry interface {
 	Resources() []Resource
 }
 
+// AdmissionPlugin is one named plugin of a registry's admission chain: a
+// k8s.io/apiserver admission.Interface that implements
+// admission.MutationInterface (Admit: it may change the object), or
+// admission.ValidationInterface (Validate: it may only refuse), or both, as
+// kube-apiserver's plugins do. Both doors call it with the same
+// admission.Attributes (the request's kind, resource, subresource,
+// namespace, name, operation, options, dry run and user; the object in the
+// kind's storage version). An error refuses the request and is returned as
+// is: return an apierrors Status error (admission.NewForbidden gives kube's
+// 403). Name identifies it for --disable-admission-plugins and metrics.
+type AdmissionPlugin struct {
+	Name   string
+	Plugin admission.Interface
+}
+
 // RegistryHooks is what a resource adds to each registry that serves it,
 // returned by its OnOpen hook. Every field is optional.
 type RegistryHooks struct {
-	// AdmitCreate runs in every create of every resource of the registry,
-	// both doors, before anything else (the object is not defaulted or
-	// validated yet), as kube-apiserver's NamespaceLifecycle admission plugin
-	// runs before the registry; in an update that creates (an apply of a
-	// new object) it runs once no stored object was found, first among the
-	// create validations. gr is the resource created, name the object's
-	// metadata.name ("" with only a generateName), and the request namespace is
-	// k8s.io/apiserver/pkg/endpoints/request.NamespaceValue(ctx). A non-nil
-	// error refuses the create and is returned as is (an apierrors Status
-	// error).
-	AdmitCreate func(ctx context.Context, gr schema.GroupResource, name string) error
+	// AdmissionPlugins join the admission chain of the registry (both
+	// doors), first in the chain, in the order of the resources, before
+	// the registry's Config.AdmissionPlugins: the namespaces battery adds
+	// kube's NamespaceLifecycle here. Each runs for every resource of the
+	// registry, as any admission plugin does.
+	AdmissionPlugins []AdmissionPlugin
 	// Delete replaces the delete of one object of the resource itself (both
 	// doors), as a REST storage of its own does in kube-apiserver: s is the
 	// resource's storage, validate the request's delete validation (nil:

@@ -68,12 +68,15 @@ type Resource struct {
 	// k8s.io/apimachinery/pkg/api/validation/path.ValidatePathSegmentName.
 	ValidateName func(name string, prefix bool) []string
 	// Admit, if set, decides whether a create (old nil) or an update (old is
-	// the stored object) may be stored: it runs after defaulting and
-	// validation passed and before the write, on both doors (HTTP and the
-	// in-process client), with the request's context (its user, if any, is
-	// genericapirequest.UserFrom(ctx); its namespace NamespaceValue(ctx)).
-	// A non-nil error refuses the write and is returned as is, so return an
-	// apierrors Status error (403 Forbidden for a refusal). Used by the RBAC
+	// the stored object) of the main resource may be stored: it runs after
+	// defaulting and validation passed and before the write, on both doors
+	// (HTTP and the in-process client), with the request's context (its
+	// user, if any, is genericapirequest.UserFrom(ctx); its namespace
+	// NamespaceValue(ctx)). The registry's admission chain calls it, as its
+	// validating plugin "ResourceAdmit" (which cannot be disabled), among
+	// the Go plugins and before the webhooks and policies. A non-nil error
+	// refuses the write and is returned as is, so return an apierrors
+	// Status error (403 Forbidden for a refusal). Used by the RBAC
 	// resources for escalation prevention.
 	Admit func(ctx context.Context, obj, old runtime.Object) error
 	// PrepareForCreate, if set, sets what the server owns on a new object

@@ -277,6 +277,11 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.SkipOpenAPIInstallation = true
 	s.openAPIV2, s.openAPIV3 = gc.OpenAPIConfig, gc.OpenAPIV3Config
 
+	// One admission chain and one registry of kinds for both doors: the
+	// handlers run the chain the in-process door runs.
+	gc.AdmissionControl = s.registry.Admission()
+	gc.EquivalentResourceRegistry = s.registry.EquivalentResourceRegistry()
+
 	s.addEtcdCheck(gc)
 	// KMS plugins' health in /healthz and /readyz, not /livez, as
 	// kube-apiserver (EtcdOptions.addHealthChecksWithoutLivez).
