@@ -23,8 +23,8 @@
 // What one kind needs beyond these rules is its declaration's hooks, never a
 // branch here: PrepareForCreate and PrepareForUpdate (the strategy),
 // update-only Subresources, ShouldDeleteDuringUpdate, and OnOpen, whose
-// RegistryHooks add an admission of every create, a delete of the kind's
-// own and a controller run until Close. batteries.Namespaces is built that
+// RegistryHooks add admission plugins to the registry's chain, a delete of
+// the kind's own and a controller run until Close. batteries.Namespaces is built that
 // way: namespaced objects can then only be created in existing,
 // non-terminating namespaces, and the namespace controller
 // (pkg/controllers/namespace) deletes the content of deleted namespaces, as
@@ -57,6 +57,18 @@
 // storage, which the server alone reaches, through internal/restaccess).
 // It is the only in-process way to the stores, so no write skips
 // managedFields.
+//
+// Admission: the registry has one admission chain (Registry.Admission,
+// admission.go), which both doors run with the same attributes: the HTTP
+// server sets it as k8s.io/apiserver's AdmissionControl, and the in-process
+// request layer calls it where kube-apiserver's handlers do (mutating
+// plugins before the store, validating plugins inside it after the
+// strategy). In order: the RegistryHooks' plugins (NamespaceLifecycle of
+// the namespaces battery), Config.AdmissionPlugins (users' Go plugins),
+// ResourceAdmit (the resources' Admit hooks), and the webhooks and
+// policies of admissionregistration.k8s.io, which a server plugs in with
+// SetDynamicAdmission because they need client-go clients.
+// Config.DisableAdmissionPlugins leaves plugins out by name.
 //
 // Config.Audit is the audit policy and sink of in-process requests; the
 // registry only hands it to the in-process client (Registry.Audit), which
