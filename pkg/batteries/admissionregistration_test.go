@@ -277,6 +277,12 @@ func TestAdmissionValidation(t *testing.T) {
 				Expression: `[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("example.com/v"), value: variables.v}]`,
 			}}}
 		}), nil},
+		{"mutating policy excluding DELETE", mapol(func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
+			s.MatchConstraints.ExcludeResourceRules = []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames:      []string{"keep"},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{"DELETE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"test"}, APIVersions: []string{"v1"}, Resources: []string{"customs"}}},
+			}}
+		}), nil},
 		{"mutating policy without mutations, matching DELETE", mapol(func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
 			s.Mutations = nil
 			s.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{"DELETE"}

@@ -375,7 +375,8 @@ func validateParamKind(pk *admissionregistrationv1.ParamKind, p *field.Path) fie
 
 // validateMatchResources checks matchPolicy, the selectors (defaulted to
 // {}, so required) and the rules, each with resourceNames of path
-// segments, unique.
+// segments, unique; ops are the operations resourceRules may name
+// (excludeResourceRules may name any).
 func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.Set[string], p *field.Path) field.ErrorList {
 	if m == nil {
 		return nil
@@ -399,7 +400,8 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.
 	for _, set := range []struct {
 		name  string
 		rules []admissionregistrationv1.NamedRuleWithOperations
-	}{{"resourceRules", m.ResourceRules}, {"excludeResourceRules", m.ExcludeResourceRules}} {
+		ops   sets.Set[string]
+	}{{"resourceRules", m.ResourceRules, ops}, {"excludeResourceRules", m.ExcludeResourceRules, supportedOperations}} {
 		rules := set.rules
 		for i := range rules {
 			rp := p.Child(set.name).Index(i)
@@ -413,7 +415,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.
 				}
 				names.Insert(n)
 			}
-			errs = append(errs, validateRuleWithOperations(&rules[i].RuleWithOperations, ops, rp)...)
+			errs = append(errs, validateRuleWithOperations(&rules[i].RuleWithOperations, set.ops, rp)...)
 		}
 	}
 	return errs
