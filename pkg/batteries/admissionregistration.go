@@ -122,7 +122,8 @@ var ValidatingAdmissionPolicies = resource.Resource{
 // ValidatingAdmissionPolicyBinding, cluster-scoped, category
 // api-extensions): policyName is required, validationActions are one or
 // more of Deny, Warn and Audit (not both Deny and Warn), paramRef has one
-// of name and selector and a parameterNotFoundAction (default Deny).
+// of name and selector and a parameterNotFoundAction (Allow or Deny;
+// required, as in kube's v1, which has no default for it).
 // kubectl get shows NAME, POLICYNAME, PARAMREF and AGE.
 var ValidatingAdmissionPolicyBindings = resource.Resource{
 	GroupVersionKind: admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"),
@@ -145,8 +146,9 @@ var ValidatingAdmissionPolicyBindings = resource.Resource{
 // MutatingAdmissionPolicies declares mutatingadmissionpolicies
 // (admissionregistration.k8s.io/v1, kind MutatingAdmissionPolicy,
 // cluster-scoped, category api-extensions), the policies of the
-// MutatingAdmissionPolicy admission plugin. Defaults: failurePolicy Fail,
-// reinvocationPolicy Never and kube's matchConstraints defaults.
+// MutatingAdmissionPolicy admission plugin. Defaults: failurePolicy Fail
+// and kube's matchConstraints defaults; reinvocationPolicy (Never or
+// IfNeeded) is required, as in kube.
 // Validation: matchConstraints with at least one resourceRule (DELETE may
 // not be matched), at least one mutation, each with patchType
 // ApplyConfiguration or JSONPatch and the matching field, and every CEL
@@ -265,7 +267,9 @@ func paramRefColumn(pr *admissionregistrationv1.ParamRef) string {
 
 // Defaults: kube's v1 defaulters of the admissionregistration group
 // (k8s.io/kubernetes pkg/apis/admissionregistration/v1/defaults.go), written
-// here.
+// here. v1 defaults neither a binding's paramRef.parameterNotFoundAction
+// nor a mutating policy's reinvocationPolicy (both required), nor a
+// webhook's sideEffects and admissionReviewVersions.
 
 func defaultValidatingWebhookConfiguration(obj runtime.Object) {
 	c, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
@@ -357,13 +361,6 @@ func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
 	}
 }
 
-// defaultParamRef sets parameterNotFoundAction Deny.
-func defaultParamRef(pr *admissionregistrationv1.ParamRef) {
-	if pr != nil && pr.ParameterNotFoundAction == nil {
-		pr.ParameterNotFoundAction = ptr.To(admissionregistrationv1.DenyAction)
-	}
-}
-
 func defaultValidatingAdmissionPolicy(obj runtime.Object) {
 	p, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	if !ok {
@@ -381,7 +378,6 @@ func defaultValidatingAdmissionPolicyBinding(obj runtime.Object) {
 		return
 	}
 	defaultMatchResources(b.Spec.MatchResources)
-	defaultParamRef(b.Spec.ParamRef)
 }
 
 func defaultMutatingAdmissionPolicy(obj runtime.Object) {
@@ -392,9 +388,6 @@ func defaultMutatingAdmissionPolicy(obj runtime.Object) {
 	if p.Spec.FailurePolicy == nil {
 		p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
 	}
-	if p.Spec.ReinvocationPolicy == "" {
-		p.Spec.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
-	}
 	defaultMatchResources(p.Spec.MatchConstraints)
 }
 
@@ -404,5 +397,4 @@ func defaultMutatingAdmissionPolicyBinding(obj runtime.Object) {
 		return
 	}
 	defaultMatchResources(b.Spec.MatchResources)
-	defaultParamRef(b.Spec.ParamRef)
 }

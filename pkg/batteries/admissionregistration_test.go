@@ -78,6 +78,7 @@ func validMutatingPolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 				PatchType:          admissionregistrationv1.PatchTypeApplyConfiguration,
 				ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: `Object{metadata: Object.metadata{labels: {"mutated": "yes"}}}`},
 			}},
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},
 	}
 }
@@ -253,7 +254,7 @@ func TestAdmissionValidation(t *testing.T) {
 
 		{"binding valid", vapb(func(*admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec) {}), nil},
 		{"binding with paramRef valid", vapb(func(s *admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec) {
-			s.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "default"}
+			s.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "default", ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
 			s.ValidationActions = []admissionregistrationv1.ValidationAction{"Warn", "Audit"}
 		}), nil},
 		{"binding without policyName or actions", vapb(func(s *admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec) {
@@ -268,7 +269,7 @@ func TestAdmissionValidation(t *testing.T) {
 		}), []want{{field.ErrorTypeForbidden, "spec.paramRef.name"}, {field.ErrorTypeForbidden, "spec.paramRef.selector"}, {field.ErrorTypeNotSupported, "spec.paramRef.parameterNotFoundAction"}}},
 		{"binding paramRef empty", vapb(func(s *admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec) {
 			s.ParamRef = &admissionregistrationv1.ParamRef{}
-		}), []want{{field.ErrorTypeRequired, "spec.paramRef"}}},
+		}), []want{{field.ErrorTypeRequired, "spec.paramRef"}, {field.ErrorTypeRequired, "spec.paramRef.parameterNotFoundAction"}}},
 
 		{"mutating policy valid", validMutatingPolicy(), nil},
 		{"mutating policy JSONPatch valid", mapol(func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
@@ -287,7 +288,9 @@ func TestAdmissionValidation(t *testing.T) {
 			s.Mutations = nil
 			s.MatchConstraints.ResourceRules[0].Operations = []admissionregistrationv1.OperationType{"DELETE"}
 			s.ReinvocationPolicy = "Sometimes"
-		}), []want{{field.ErrorTypeNotSupported, "spec.matchConstraints.resourceRules[0].operations[0]"}, {field.ErrorTypeRequired, "spec.mutations"}, {field.ErrorTypeNotSupported, "spec.reinvocationPolicy"}}},
+		}), []want{{field.ErrorTypeNotSupported, "spec.matchConstraints.resourceRules.operations"}, {field.ErrorTypeRequired, "spec.mutations"}, {field.ErrorTypeNotSupported, "spec.reinvocationPolicy"}}},
+		{"mutating policy without reinvocationPolicy", mapol(func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) { s.ReinvocationPolicy = "" }),
+			[]want{{field.ErrorTypeRequired, "spec.reinvocationPolicy"}}},
 		{"mutating policy bad mutations", mapol(func(s *admissionregistrationv1.MutatingAdmissionPolicySpec) {
 			s.Mutations = []admissionregistrationv1.Mutation{
 				{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{"}},
@@ -352,10 +355,15 @@ func TestAdmissionDefaults(t *testing.T) {
 				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{Rule: admissionregistrationv1.Rule{Scope: ptr.To(admissionregistrationv1.AllScopes)}}}},
 			},
 		}}},
-		{"binding", &admissionregistrationv1.ValidatingAdmissionPolicyBinding{Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{ParamRef: &admissionregistrationv1.ParamRef{Name: "x"}}},
-			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{ParamRef: &admissionregistrationv1.ParamRef{Name: "x", ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction)}}}},
+		// v1 has no default of parameterNotFoundAction (v1alpha1 had Deny).
+		{"binding", &admissionregistrationv1.ValidatingAdmissionPolicyBinding{Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			ParamRef: &admissionregistrationv1.ParamRef{Name: "x"}, MatchResources: &admissionregistrationv1.MatchResources{},
+		}}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			ParamRef: &admissionregistrationv1.ParamRef{Name: "x"}, MatchResources: &admissionregistrationv1.MatchResources{MatchPolicy: ptr.To(admissionregistrationv1.Equivalent), NamespaceSelector: sel, ObjectSelector: sel},
+		}}},
+		// reinvocationPolicy is required, not defaulted, as in kube.
 		{"mutating policy", &admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicy{Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail), ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 		}}},
 	}
 	for _, tc := range cases {

@@ -375,9 +375,8 @@ func validateParamKind(pk *admissionregistrationv1.ParamKind, p *field.Path) fie
 
 // validateMatchResources checks matchPolicy, the selectors (defaulted to
 // {}, so required) and the rules, each with resourceNames of path
-// segments, unique; ops are the operations resourceRules may name
-// (excludeResourceRules may name any).
-func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.Set[string], p *field.Path) field.ErrorList {
+// segments, unique.
+func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.Path) field.ErrorList {
 	if m == nil {
 		return nil
 	}
@@ -400,8 +399,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.
 	for _, set := range []struct {
 		name  string
 		rules []admissionregistrationv1.NamedRuleWithOperations
-		ops   sets.Set[string]
-	}{{"resourceRules", m.ResourceRules, ops}, {"excludeResourceRules", m.ExcludeResourceRules, supportedOperations}} {
+	}{{"resourceRules", m.ResourceRules}, {"excludeResourceRules", m.ExcludeResourceRules}} {
 		rules := set.rules
 		for i := range rules {
 			rp := p.Child(set.name).Index(i)
@@ -415,7 +413,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, ops sets.
 				}
 				names.Insert(n)
 			}
-			errs = append(errs, validateRuleWithOperations(&rules[i].RuleWithOperations, set.ops, rp)...)
+			errs = append(errs, validateRuleWithOperations(&rules[i].RuleWithOperations, supportedOperations, rp)...)
 		}
 	}
 	return errs
@@ -436,11 +434,11 @@ func validateFailurePolicy(fp *admissionregistrationv1.FailurePolicyType, p *fie
 // validateMatchConstraints checks a policy's matchConstraints: required,
 // with at least one resourceRule (the kinds the policy is type-checked
 // against).
-func validateMatchConstraints(m *admissionregistrationv1.MatchResources, ops sets.Set[string], p *field.Path) field.ErrorList {
+func validateMatchConstraints(m *admissionregistrationv1.MatchResources, p *field.Path) field.ErrorList {
 	if m == nil {
 		return field.ErrorList{field.Required(p, "")}
 	}
-	errs := validateMatchResources(m, ops, p)
+	errs := validateMatchResources(m, p)
 	if len(m.ResourceRules) == 0 {
 		errs = append(errs, field.Required(p.Child("resourceRules"), ""))
 	}
@@ -481,7 +479,7 @@ func validateValidatingAdmissionPolicy(_ context.Context, obj runtime.Object) fi
 	if spec.ParamKind != nil {
 		errs = append(errs, validateParamKind(spec.ParamKind, p.Child("paramKind"))...)
 	}
-	errs = append(errs, validateMatchConstraints(spec.MatchConstraints, supportedOperations, p.Child("matchConstraints"))...)
+	errs = append(errs, validateMatchConstraints(spec.MatchConstraints, p.Child("matchConstraints"))...)
 	c := newPolicyCompiler(len(spec.Variables) > 0)
 	errs = append(errs, validateMatchConditions(spec.MatchConditions, vars, nil, p.Child("matchConditions"))...)
 	errs = append(errs, validateVariables(spec.Variables, vars, c, p.Child("variables"))...)
@@ -637,7 +635,7 @@ func validateValidatingAdmissionPolicyBinding(_ context.Context, obj runtime.Obj
 	errs := validatePolicyName(spec.PolicyName, p.Child("policyName"))
 	errs = append(errs, validateParamRef(spec.ParamRef, p.Child("paramRef"))...)
 	// kube's path has this spelling (matchResouces) too.
-	errs = append(errs, validateMatchResources(spec.MatchResources, supportedOperations, p.Child("matchResouces"))...)
+	errs = append(errs, validateMatchResources(spec.MatchResources, p.Child("matchResouces"))...)
 	return append(errs, validateValidationActions(spec.ValidationActions, p.Child("validationActions"))...)
 }
 
@@ -649,7 +647,8 @@ func validateMutatingAdmissionPolicy(_ context.Context, obj runtime.Object) fiel
 	if spec.ParamKind != nil {
 		errs = append(errs, validateParamKind(spec.ParamKind, p.Child("paramKind"))...)
 	}
-	errs = append(errs, validateMatchConstraints(spec.MatchConstraints, mutatingPolicyOperations, p.Child("matchConstraints"))...)
+	errs = append(errs, validateMatchConstraints(spec.MatchConstraints, p.Child("matchConstraints"))...)
+	errs = append(errs, validateMutableOperations(spec.MatchConstraints, p.Child("matchConstraints", "resourceRules", "operations"))...)
 	c := newPolicyCompiler(len(spec.Variables) > 0)
 	errs = append(errs, validateMatchConditions(spec.MatchConditions, vars, nil, p.Child("matchConditions"))...)
 	errs = append(errs, validateVariables(spec.Variables, vars, c, p.Child("variables"))...)
@@ -663,7 +662,7 @@ func validateMutatingAdmissionPolicy(_ context.Context, obj runtime.Object) fiel
 			errs = append(errs, field.Required(ip.Child("patchType"), ""))
 		case admissionregistrationv1.PatchTypeApplyConfiguration:
 			if m.JSONPatch != nil {
-				errs = append(errs, field.Forbidden(ip.Child("jsonPatch"), "must not be specified when patchType is ApplyConfiguration"))
+				errs = append(errs, field.Invalid(ip.Child("jsonPatch"), "{jsonPatch}", "must not be specified when patchType is ApplyConfiguration"))
 			}
 			if m.ApplyConfiguration == nil {
 				errs = append(errs, field.Required(ip.Child("applyConfiguration"), "must be specified when patchType is ApplyConfiguration"))
@@ -674,7 +673,7 @@ func validateMutatingAdmissionPolicy(_ context.Context, obj runtime.Object) fiel
 			}
 		case admissionregistrationv1.PatchTypeJSONPatch:
 			if m.ApplyConfiguration != nil {
-				errs = append(errs, field.Forbidden(ip.Child("applyConfiguration"), "must not be specified when patchType is JSONPatch"))
+				errs = append(errs, field.Invalid(ip.Child("applyConfiguration"), "{applyConfiguration}", "must not be specified when patchType is JSONPatch"))
 			}
 			if m.JSONPatch == nil {
 				errs = append(errs, field.Required(ip.Child("jsonPatch"), "must be specified when patchType is JSONPatch"))
@@ -687,7 +686,9 @@ func validateMutatingAdmissionPolicy(_ context.Context, obj runtime.Object) fiel
 			errs = append(errs, field.NotSupported(ip.Child("patchType"), m.PatchType, sets.List(supportedPatchTypes)))
 		}
 	}
-	if !supportedReinvocationPolicies.Has(string(spec.ReinvocationPolicy)) {
+	if spec.ReinvocationPolicy == "" {
+		errs = append(errs, field.Required(p.Child("reinvocationPolicy"), ""))
+	} else if !supportedReinvocationPolicies.Has(string(spec.ReinvocationPolicy)) {
 		errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), spec.ReinvocationPolicy, sets.List(supportedReinvocationPolicies)))
 	}
 	return errs
@@ -698,5 +699,23 @@ func validateMutatingAdmissionPolicyBinding(_ context.Context, obj runtime.Objec
 	p := field.NewPath("spec")
 	errs := validatePolicyName(spec.PolicyName, p.Child("policyName"))
 	errs = append(errs, validateParamRef(spec.ParamRef, p.Child("paramRef"))...)
-	return append(errs, validateMatchResources(spec.MatchResources, mutatingPolicyOperations, p.Child("matchResources"))...)
+	errs = append(errs, validateMatchResources(spec.MatchResources, p.Child("matchResources"))...)
+	return append(errs, validateMutableOperations(spec.MatchResources, p.Child("matchResources", "resourceRules", "operations"))...)
+}
+
+// validateMutableOperations refuses a mutating policy's resourceRules
+// operation that is not mutable (DELETE), at kube's path (no index).
+func validateMutableOperations(m *admissionregistrationv1.MatchResources, p *field.Path) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, r := range m.ResourceRules {
+		for _, o := range r.Operations {
+			if !mutatingPolicyOperations.Has(string(o)) {
+				errs = append(errs, field.NotSupported(p, o, sets.List(mutatingPolicyOperations)))
+			}
+		}
+	}
+	return errs
 }
