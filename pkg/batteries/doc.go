@@ -21,6 +21,14 @@
 // DefaultNamespaces, the two-phase delete, and the namespace controller of
 // pkg/controllers/namespace, which the registry runs until Close.
 //
+// The admission kinds (Admission) carry kube's v1 defaults and validation,
+// every CEL expression compiled with upstream's compilers at create and
+// update; ValidatingAdmissionPolicies brings the policy status controller
+// of pkg/controllers/policystatus (type-checking against the schemas of
+// the matched kinds), run the same way. Which admission plugins read them
+// is the server's business: ServesAdmission tells whether a set of
+// resources has them all.
+//
 // `customapi serve` serves Resources(Options{}) next to --resources unless
 // --batteries=false; the library (registry.Open, server.New) serves only
 // what it is given:
