@@ -42,8 +42,14 @@ get, update) then run in --rounds alternating rounds: each round gives every tar
 (1/rounds of the workload; object names stay unique across rounds), one target after the other,
 the order rotated by one each round, each batch after an untimed garbage collection of this
 process, so that disk and CPU noise of a moment lands on every target alike instead of on one side
-of a ratio. Memory, lists, watch and profiles then run on one target
-after the other.
+of a ratio. With --admission naming more than none, the admission create workloads
+follow, one per mode ("create admission=MODE", 16 workers): what the mode installs (a
+ValidatingWebhookConfiguration served by an HTTPS webhook in this process, or a
+ValidatingAdmissionPolicy and its binding) is created on each target, the bench waits until probes
+show it in effect, runs the workload in rounds next to raw etcd's creates (the baseline of the
+ratio; etcd has no admission), removes it and waits until probes show it gone. The inprocess
+target then runs with a server of its own in this process, as admission webhooks and policies
+need one. Memory, lists, watch and profiles then run on one target after the other.
 
 The object is ~600 bytes of JSON: 10 labels, 5 strings, 20 integers. Ctrl-C stops the run and
 removes its temporary directories. Figures are only comparable within one run.
@@ -104,6 +110,7 @@ zero or not applicable. With --quick the figures mean nothing.`,
 	f.IntVar(&cfg.WatchRate, "watch-rate", cfg.WatchRate, "Updates per second in the watch workload.")
 	f.StringVar(&cfg.StorageMediaType, "storage-media-type", "", "Encoding in etcd for the inprocess and self targets: application/json (default), application/yaml, application/cbor or application/vnd.kubernetes.protobuf.")
 	f.StringVar(&cfg.ContentType, "content-type", "json", "Wire encoding of the self and kubeconfig targets (bodies and the only accepted answer type, watches included): json, cbor or protobuf. A server that does not serve it fails the run (406/415).")
+	f.StringSliceVar(&cfg.Admission, "admission", []string{bench.AdmissionNone}, "Admission modes measured by create workloads of their own (16 workers, --creates objects, next to raw etcd's) on the targets that serve admissionregistration.k8s.io (self, kubeconfig, inprocess with a server of its own): none, webhook (one matched validating webhook, HTTPS to this process), policy (one ValidatingAdmissionPolicy with one CEL expression), webhook-unmatched (a webhook matching configmaps only). Only none (the default): no such workload.")
 	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self: /debug/pprof of the server; inprocess: this process), TARGET-WORKLOAD.pprof, each with TARGET-WORKLOAD.pprof.ops: the operations completed while profiled.")
 	f.BoolVar(&quick, "quick", false, "Tiny sizes: a smoke test of every workload in seconds (figures meaningless).")
 	return cmd

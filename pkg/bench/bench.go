@@ -68,6 +68,20 @@ type Config struct {
 	WatchUpdates  int   // updates the watchers receive
 	WatchRate     int   // updates per second
 
+	// Admission are the admission modes to measure (AdmissionNone,
+	// AdmissionWebhook, AdmissionPolicy, AdmissionWebhookUnmatched): with
+	// any mode but none, after the throughput workloads every target
+	// that serves the admissionregistration.k8s.io kinds (self,
+	// kubeconfig, and inprocess, which then runs with a server of its
+	// own in this process, see newInprocessServed) gets one create
+	// workload per mode, "create admission=MODE" with 16 workers and
+	// Creates objects in Rounds rounds, next to raw etcd's creates (the
+	// baseline of their ratio): what the mode installs is created, the
+	// bench waits with probes until it takes effect, runs the workload,
+	// removes it and waits until that took effect. Nil or only none: no
+	// admission workload.
+	Admission []string
+
 	// CPUProfileDir, if set, receives CPU profiles of the server under the
 	// create and list workloads (self: from the server's /debug/pprof;
 	// inprocess: of this process), ProfileSeconds long each.
@@ -121,6 +135,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	enc, err := parseWireEncoding(cfg.ContentType)
+	if err != nil {
+		return nil, err
+	}
+	admissionModes, err := parseAdmission(cfg.Admission)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +200,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 	if err := runRounds(ctx, cfg, open); err != nil {
+		return fail(err)
+	}
+	if err := runAdmission(ctx, cfg, admissionModes, open); err != nil {
 		return fail(err)
 	}
 	for _, o := range open {
@@ -254,7 +275,13 @@ func openTargetFor(ctx context.Context, cfg Config, enc wireEncoding, name, tmp 
 		o.put = &runner{cfg: cfg, apiVer: r.apiVer, kind: r.kind, target: &etcdTarget{cli: cli, prefix: "/bench-etcd-put", put: true}}
 		o.closers = append(o.closers, func() { _ = cli.Close() })
 	case name == "inprocess":
-		t, err := newInprocess(ctx, etcdConfig, cfg.StorageMediaType)
+		var t *inprocessTarget
+		var err error
+		if modes, _ := parseAdmission(cfg.Admission); modes != nil {
+			t, err = newInprocessServed(ctx, etcdConfig, "/bench-inprocess", cfg.StorageMediaType, filepath.Join(tmp, "inprocess"))
+		} else {
+			t, err = newInprocess(ctx, etcdConfig, cfg.StorageMediaType)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -282,6 +309,13 @@ func openTargetFor(ctx context.Context, cfg Config, enc wireEncoding, name, tmp 
 	}
 	o.closers = append(o.closers, func() { _ = r.target.Close() })
 
+	if t, ok := r.target.(*inprocessTarget); ok && t.served != nil {
+		// A served registry has the namespaces battery, whose
+		// NamespaceLifecycle admission refuses writes into a missing one.
+		if _, err := ensureNamespaces(ctx, t.served.client, t.served.base, namespaces(cfg)); err != nil {
+			return o, fmt.Errorf("namespaces: %w", err)
+		}
+	}
 	if t, ok := r.target.(*httpTarget); ok {
 		created, err := ensureNamespaces(ctx, t.client, t.base, namespaces(cfg))
 		if err != nil {
@@ -698,6 +732,7 @@ func newKubeconfigTarget(spec string, gvr schema.GroupVersionResource, enc wireE
 func newHTTPTarget(name string, restConfig *rest.Config, gvr schema.GroupVersionResource, kind string, enc wireEncoding) (*httpTarget, error) {
 	restConfig = rest.CopyConfig(restConfig)
 	restConfig.QPS, restConfig.Burst = -1, 0
+	plain := rest.CopyConfig(restConfig)
 	gv := gvr.GroupVersion()
 	prefix := apiPath(gv) + "/" + strings.TrimPrefix(gv.String(), "/") + "/"
 	restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &wireCheck{next: rt, prefix: prefix, enc: enc} })
@@ -714,7 +749,7 @@ func newHTTPTarget(name string, restConfig *rest.Config, gvr schema.GroupVersion
 	if err != nil {
 		return nil, err
 	}
-	return &httpTarget{name: name, base: strings.TrimSuffix(restConfig.Host, "/"), client: hc, rest: rc, gvr: gvr, kind: kind}, nil
+	return &httpTarget{name: name, base: strings.TrimSuffix(restConfig.Host, "/"), client: hc, rest: rc, gvr: gvr, kind: kind, config: plain}, nil
 }
 
 // limitedWriter keeps at most n bytes.

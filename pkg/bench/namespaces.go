@@ -31,6 +31,9 @@ func namespaces(cfg Config) []string {
 	if cfg.CPUProfileDir != "" {
 		add(nsProfile)
 	}
+	if modes, _ := parseAdmission(cfg.Admission); modes != nil {
+		add(nsAdmission)
+	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
@@ -30,6 +31,9 @@ type httpTarget struct {
 	rest   *rest.RESTClient
 	gvr    schema.GroupVersionResource
 	kind   string
+	// config is the kubeconfig's rest.Config (client-side rate limit
+	// off), for the admission workloads' clientset.
+	config *rest.Config
 	// pid of the server process when known (self target, or given with
 	// kubeconfig=PATH@pid=N), for Memory and CPU.
 	pid int
@@ -113,6 +117,12 @@ func (t *httpTarget) Watch(ctx context.Context, namespace, rv string) (<-chan st
 		return nil, err
 	}
 	return resourceVersions(ctx, w), nil
+}
+
+// admissionClient is a clientset of the target's server, for the
+// admissionregistration.k8s.io objects of the admission workloads.
+func (t *httpTarget) admissionClient() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(t.config)
 }
 
 // Memory reads the server's resident set size from /proc (Linux), when the

@@ -2,14 +2,26 @@ package bench
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"runtime"
+	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/server"
 )
 
 // inprocessTarget uses the typed in-process client on a registry in this
@@ -17,6 +29,18 @@ import (
 type inprocessTarget struct {
 	reg     *registry.Registry
 	samples *client.Client[*benchv1.Sample, *benchv1.SampleList]
+	// served is the server of the registry when the target runs with one
+	// (newInprocessServed); nil for a bare registry.
+	served *inprocessServer
+}
+
+// inprocessServer is a server in this process around the in-process
+// target's registry.
+type inprocessServer struct {
+	base   string       // https://127.0.0.1:PORT
+	client *http.Client // admin credentials
+	config *rest.Config // admin credentials, no client-side rate limit
+	stop   func() error // ends Run and waits for it
 }
 
 func (t *inprocessTarget) Name() string { return "inprocess" }
@@ -86,4 +110,85 @@ func (t *inprocessTarget) Memory() (int64, string, error) {
 	return int64(m.HeapAlloc), "Go heap after GC, this process (also holds etcd's client and server)", nil
 }
 
-func (t *inprocessTarget) Close() error { return t.reg.Close() }
+// Close stops the target's server (which closes the registry) or closes
+// the bare registry.
+func (t *inprocessTarget) Close() error {
+	if t.served != nil {
+		return t.served.stop()
+	}
+	return t.reg.Close()
+}
+
+// admissionClient is a clientset of the target's server, whose objects
+// are the registry's: the in-process door admits through the same chain.
+// A bare registry has no dynamic admission (no server), so no client.
+func (t *inprocessTarget) admissionClient() (kubernetes.Interface, error) {
+	if t.served == nil {
+		return nil, errors.New("the in-process registry has no server, hence no webhooks or policies")
+	}
+	return kubernetes.NewForConfig(t.served.config)
+}
+
+// newInprocessServed builds the in-process target on a registry served by
+// a server in this process (pkg/server, the batteries and samples, on
+// etcd under prefix, data in dataDir, 127.0.0.1 on a free port): the
+// setup of a program that embeds customapi with its HTTP door, whose
+// in-process client goes through the server's admission chain, webhooks
+// and policies included. The admission workloads need it.
+func newInprocessServed(ctx context.Context, etcdConfig etcd.ClientConfig, prefix, mediaType, dataDir string) (*inprocessTarget, error) {
+	o := server.NewOptions()
+	o.DataDir = dataDir
+	o.SetEtcd(etcdConfig)
+	o.Storage.Prefix = prefix
+	if mediaType != "" {
+		o.Storage.MediaType = mediaType
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	o.Serving.Listener = l
+	cfg, err := o.Config()
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	srv, err := server.New(sctx, cfg.Complete(), append(batteries.Resources(batteries.Options{}), benchinstall.Samples)...)
+	if err != nil {
+		cancel()
+		_ = cfg.Close()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(sctx) }()
+	stop := func() error {
+		cancel()
+		return <-done
+	}
+	select {
+	case <-srv.ReadyNotify():
+	case err := <-done:
+		cancel()
+		return nil, fmt.Errorf("in-process server stopped before ready: %w", err)
+	case <-time.After(selfReadyTimeout):
+		_ = stop()
+		return nil, fmt.Errorf("in-process server not ready after %s", selfReadyTimeout)
+	case <-ctx.Done():
+		_ = stop()
+		return nil, ctx.Err()
+	}
+	rc := &rest.Config{Host: cfg.URL, BearerToken: cfg.AdminToken, TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}, QPS: -1}
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		_ = stop()
+		return nil, err
+	}
+	samples, err := client.For[*benchv1.Sample, *benchv1.SampleList](srv.Registry(), benchinstall.Samples)
+	if err != nil {
+		_ = stop()
+		return nil, err
+	}
+	return &inprocessTarget{reg: srv.Registry(), samples: samples,
+		served: &inprocessServer{base: strings.TrimSuffix(cfg.URL, "/"), client: hc, config: rc, stop: stop}}, nil
+}
