@@ -66,7 +66,7 @@ const nsAdmission = "bench-admission"
 
 // Names of what the admission workloads install and of their probes.
 const (
-	admissionObjectName = "customapi-bench"
+	admissionObjectName  = "customapi-bench"
 	admissionWebhookName = "samples.bench.customapi.io"
 	// probePrefix starts the names of the probe objects, which the
 	// webhook and the policy deny (and nothing else): a probe's denial
@@ -380,7 +380,7 @@ func (a admissionInstall) await(ctx context.Context, r *runner, c kubernetes.Int
 		switch {
 		case installed && denied, !installed && err == nil:
 			return nil
-		case err != nil && !denied:
+		case err != nil && !denied && ctx.Err() == nil:
 			last = err
 		}
 		select {
