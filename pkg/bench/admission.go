@@ -157,9 +157,13 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 			if err := install.apply(ctx, clients[i]); err != nil {
 				return fmt.Errorf("%s: admission=%s: install: %w", r.target.Name(), mode, err)
 			}
+			t0 := time.Now()
 			if err := install.await(ctx, r, clients[i], &probes, true); err != nil {
 				_ = install.remove(context.WithoutCancel(ctx), clients[i])
 				return fmt.Errorf("%s: admission=%s: %w", r.target.Name(), mode, err)
+			}
+			if cfg.Progress != nil && mode != AdmissionNone {
+				fmt.Fprintf(cfg.Progress, "%s: admission=%s: installed, in effect after %s\n", r.target.Name(), mode, time.Since(t0).Round(time.Millisecond))
 			}
 		}
 		all := runners
