@@ -88,6 +88,13 @@ type Options struct {
 	// applied to both doors (see audit.go and docs/serving.md, "Audit").
 	// Nil or without a policy file: no audit.
 	Audit *genericoptions.AuditOptions
+	// Admission is the admission chain: kube-apiserver's
+	// --enable-admission-plugins, --disable-admission-plugins,
+	// --admission-control-config-file, customapi's
+	// --webhook-service-resolution, and the users' Go plugins; see
+	// AdmissionOptions and docs/serving.md, "Admission". The zero value
+	// runs every plugin.
+	Admission AdmissionOptions
 }
 
 // NewOptions returns the library defaults: ./customapi-data,
@@ -125,6 +132,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Debug.AddFlags(fs)
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 	o.addAuditFlags(fs)
+	o.Admission.AddFlags(fs)
 }
 
 // AddStorageFlags binds the options that say where objects are and how
@@ -156,6 +164,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Limits.Validate()...)
 	errs = append(errs, o.validateAudit()...)
 	errs = append(errs, o.validateAuthentication()...)
+	errs = append(errs, o.Admission.Validate()...)
 	return errors.Join(errs...)
 }
 

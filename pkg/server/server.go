@@ -30,6 +30,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
+	"k8s.io/client-go/informers"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/kube-openapi/pkg/common"
 
@@ -70,6 +71,11 @@ type Server struct {
 
 	authn *structuredAuthenticator // --authentication-config; nil without
 
+	// admissionInformers feed the dynamic admission plugins (admission.go);
+	// nil when the chain has none.
+	admissionInformers informers.SharedInformerFactory
+	admissionGate      *untilRun // the dynamic part, started by Run; nil without
+
 	// The OpenAPI configs, completed by the generic server's New, that
 	// Run installs (installOpenAPI).
 	openAPIV2 *common.Config
@@ -93,7 +99,12 @@ type Server struct {
 // (registry.Open: scheme, embedded etcd unless the config names external
 // servers, one store per resource, waiting for their watch caches) and the
 // generic API server with authentication, authorization, OpenAPI and the
-// resources' API groups installed. It does not serve yet: Run does.
+// resources' API groups installed, and the registry's admission chain
+// completed with the webhooks and policies of k8s.io/apiserver when the
+// resources include namespaces and their admissionregistration.k8s.io/v1
+// kinds (see AdmissionOptions; they take effect when Run starts, and the
+// server is ready once their informers have synced). It does not serve
+// yet: Run does.
 // Every group is served in JSON, YAML and CBOR, and in protobuf when all its
 // kinds have generated marshallers (resource.SupportsProtobuf); for CBOR,
 // New turns on k8s.io/apiserver's CBORServingAndStorage feature gate for
@@ -136,6 +147,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	rc := o.registryConfig(o.DataDir)
 	rc.AddToScheme = []func(*runtime.Scheme) error{review.AddToScheme}
 	rc.Audit = s.registryAudit()
+	rc.AdmissionPlugins, rc.DisableAdmissionPlugins = o.Admission.Plugins, o.Admission.DisablePlugins
 	s.objectCounts = flowcontrolrequest.NewStorageObjectCountTracker()
 	rc.Storage.ObjectCounts, rc.Storage.CountPollPeriod = s.objectCounts, o.Limits.CountPollPeriod
 	// Before etcd starts: a bad encryption config changes nothing.
@@ -157,7 +169,11 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err != nil {
 		return nil, err
 	}
-	s.generic, err = gc.Complete(nil).New("customapi", genericapiserver.NewEmptyDelegate())
+	admissionInformers, err := s.applyAdmission(gc)
+	if err != nil {
+		return nil, err
+	}
+	s.generic, err = gc.Complete(admissionInformers).New("customapi", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -426,6 +442,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		})
 	}
 	installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
+	if s.admissionGate != nil {
+		// Before the server listens: every request it serves runs the
+		// webhooks and policies.
+		s.admissionGate.start()
+	}
 	err = s.generic.PrepareRun().RunWithContext(ctx)
 	cancel()
 	watching.Wait()
@@ -497,6 +518,10 @@ func (s *Server) release() error {
 		s.authn.close()
 		if s.generic != nil {
 			s.generic.Destroy()
+		}
+		if s.admissionInformers != nil {
+			// Their informers, started by Run, end with it.
+			s.admissionInformers.Shutdown()
 		}
 		var regErr error
 		if s.registry != nil {

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	cacheddiscovery "k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/customapi/customapi/pkg/admission"
+)
+
+// admissionInformerResync is the resync period of the admission plugins'
+// informers, kube-apiserver's (10 minutes).
+const admissionInformerResync = 10 * time.Minute
+
+// admissionregistration is the group version of the webhooks' and
+// policies' kinds.
+var admissionregistration = schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"}
+
+// dynamicPluginNeeds are the resources each dynamic plugin's informers
+// list and watch (besides namespaces): a plugin whose resources the
+// server does not serve is left out of the chain, as its informers would
+// never sync.
+var dynamicPluginNeeds = map[string][]string{
+	admission.MutatingAdmissionPolicy:    {"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},
+	admission.MutatingAdmissionWebhook:   {"mutatingwebhookconfigurations"},
+	admission.ValidatingAdmissionPolicy:  {"validatingadmissionpolicies", "validatingadmissionpolicybindings"},
+	admission.ValidatingAdmissionWebhook: {"validatingwebhookconfigurations"},
+}
+
+// untilRun is the dynamic part of the chain as the registry runs it: it
+// admits everything until the server runs (Run calls start), then is the
+// chain. Before Run nothing is served, so the plugins' informers, which
+// read the webhooks, policies and namespaces through the loopback client,
+// cannot sync: the only requests then are the program's own in-process
+// ones (the RBAC bootstrap, a program's setup between New and Run), which
+// would otherwise wait 10 s each and be refused "not yet ready". From
+// Run on, a request arriving before the informers have synced waits for
+// them, as upstream's plugins make it (up to 10 s).
+type untilRun struct {
+	chain   k8sadmission.Interface
+	running atomic.Bool
+}
+
+// start makes the chain take effect.
+func (u *untilRun) start() { u.running.Store(true) }
+
+// Handles implements admission.Interface.
+func (u *untilRun) Handles(op k8sadmission.Operation) bool { return u.chain.Handles(op) }
+
+// Admit implements admission.MutationInterface.
+func (u *untilRun) Admit(ctx context.Context, a k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	if m, ok := u.chain.(k8sadmission.MutationInterface); ok && u.running.Load() {
+		return m.Admit(ctx, a, o)
+	}
+	return nil
+}
+
+// Validate implements admission.ValidationInterface.
+func (u *untilRun) Validate(ctx context.Context, a k8sadmission.Attributes, o k8sadmission.ObjectInterfaces) error {
+	if v, ok := u.chain.(k8sadmission.ValidationInterface); ok && u.running.Load() {
+		return v.Validate(ctx, a, o)
+	}
+	return nil
+}
+
+// applyAdmission builds the dynamic part of the registry's admission
+// chain (pkg/admission: policies and webhooks), as kube-apiserver does,
+// from gc's loopback clients, authorizer and drained notification, and
+// plugs it into the registry (SetDynamicAdmission), in effect from Run on
+// (untilRun). It returns the
+// informer factory of its plugins, for gc.Complete: the generic server
+// starts it in its post-start hook "generic-apiserver-start-informers"
+// and /readyz fails ("informer-sync") until it has synced, so the server
+// is not ready (ReadyNotify) before the plugins know the webhooks and
+// policies. A plugin is built only when the server serves namespaces
+// and the plugin's admissionregistration.k8s.io/v1 kinds and it is not
+// disabled; with none, the factory is nil and the chain has only its Go
+// part.
+func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedInformerFactory, error) {
+	o := s.config.Options.Admission
+	serves := func(gvr schema.GroupVersionResource) bool {
+		_, ok := s.registry.Store(gvr)
+		return ok
+	}
+	var disabled []string
+	for _, name := range admission.PluginNames() {
+		need := slices.Clone(dynamicPluginNeeds[name])
+		served := serves(corev1.SchemeGroupVersion.WithResource("namespaces"))
+		for _, r := range need {
+			served = served && serves(admissionregistration.WithResource(r))
+		}
+		if o.disabled(name) || !served {
+			disabled = append(disabled, name)
+		}
+	}
+	if len(disabled) == len(admission.PluginNames()) {
+		return nil, nil
+	}
+	client, err := kubernetes.NewForConfig(gc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(gc.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
+	}
+	services, err := admission.NewServiceResolver(o.ServiceResolution)
+	if err != nil {
+		return nil, fmt.Errorf("server: --webhook-service-resolution: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, admissionInformerResync)
+	// The REST mapper of the policies' paramKinds: discovery through the
+	// loopback client, cached, reset at start and every 30 s
+	// (options.AdmissionOptions.ApplyTo's).
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cacheddiscovery.NewMemCacheClient(client.Discovery()))
+	if err := gc.AddPostStartHook("start-apiserver-admission-initializer", func(hc genericapiserver.PostStartHookContext) error {
+		mapper.Reset()
+		go utilwait.Until(mapper.Reset, 30*time.Second, hc.Done())
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("server: admission: %w", err)
+	}
+	chain, err := admission.New(admission.Config{
+		Disabled:        disabled,
+		ConfigFile:      o.ConfigFile,
+		Client:          client,
+		Dynamic:         dyn,
+		Informers:       factory,
+		Authorizer:      gc.Authorization.Authorizer,
+		RESTMapper:      mapper,
+		ServiceResolver: services,
+		// As kube-apiserver: a webhook at the service
+		// default/kubernetes:443 (or the host kubernetes.default.svc:443)
+		// is the server itself, called with the loopback credentials.
+		AuthInfoResolverWrapper: webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, gc.LoopbackClientConfig, gc.TracerProvider),
+		FeatureGates:            utilfeature.DefaultFeatureGate,
+		EffectiveVersion:        gc.EffectiveVersion,
+		Drained:                 gc.DrainedNotify(),
+		APIServerID:             gc.APIServerID,
+		Resources:               s.registry.Resources(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.admissionGate = &untilRun{chain: chain}
+	if err := s.registry.SetDynamicAdmission(s.admissionGate); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.admissionInformers = factory
+	return factory, nil
+}
