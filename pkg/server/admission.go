@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -119,7 +121,7 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	if err != nil {
 		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
 	}
-	services, err := admission.NewServiceResolver(o.ServiceResolution)
+	services, err := admission.NewServiceResolver(withSelf(o.ServiceResolution, gc.LoopbackClientConfig.Host))
 	if err != nil {
 		return nil, fmt.Errorf("server: --webhook-service-resolution: %w", err)
 	}
@@ -145,8 +147,9 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 		RESTMapper:      mapper,
 		ServiceResolver: services,
 		// As kube-apiserver: a webhook at the service
-		// default/kubernetes:443 (or the host kubernetes.default.svc:443)
-		// is the server itself, called with the loopback credentials.
+		// default/kubernetes:443 (or the URL host
+		// kubernetes.default.svc:443) is called with the loopback
+		// credentials; withSelf sends the service to the server itself.
 		AuthInfoResolverWrapper: webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, gc.LoopbackClientConfig, gc.TracerProvider),
 		FeatureGates:            utilfeature.DefaultFeatureGate,
 		EffectiveVersion:        gc.EffectiveVersion,
@@ -163,4 +166,21 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	}
 	s.admissionInformers = factory
 	return factory, nil
+}
+
+// withSelf returns mapping with the service default/kubernetes, kube's
+// name of the API server itself, mapped to the loopback address (the host
+// of loopbackURL) unless mapping names it.
+func withSelf(mapping map[string]string, loopbackURL string) map[string]string {
+	const self = "default/kubernetes"
+	u, err := url.Parse(loopbackURL)
+	if _, ok := mapping[self]; ok || err != nil || u.Host == "" {
+		return mapping
+	}
+	m := maps.Clone(mapping)
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[self] = u.Host
+	return m
 }
