@@ -1,0 +1,555 @@
+package semantics_test
+
+// Admission through both doors (issue 19): webhooks (case W1), validating
+// and mutating admission policies (case P1), and the namespace lifecycle
+// as a plugin of the chain. Each test has a server of its own: webhooks and
+// policies are server-wide.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/server"
+)
+
+// requireStatus fails the test unless err is a Status error with the code
+// whose message contains each of want; it returns the error.
+func requireStatus(t *testing.T, err error, code int32, want ...string) *apierrors.StatusError {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want code %d with %q", code, want)
+	}
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %T %v, want a StatusError with code %d", err, err, code)
+	}
+	if se.ErrStatus.Code != code {
+		t.Fatalf("got code %d (reason %s: %s), want %d", se.ErrStatus.Code, se.ErrStatus.Reason, se.ErrStatus.Message, code)
+	}
+	for _, w := range want {
+		if !strings.Contains(se.ErrStatus.Message, w) {
+			t.Fatalf("message %q does not contain %q", se.ErrStatus.Message, w)
+		}
+	}
+	return se
+}
+
+// requireNotStored fails unless name is not found in ns, through c.
+func requireNotStored(t *testing.T, c customsClient, name string) {
+	t.Helper()
+	_, err := c.Get(t.Context(), name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("get %s after a refused or dry-run write: %v, want NotFound", name, err)
+	}
+}
+
+// probe returns a custom with a generated name, for polls.
+func probe(replicas int32, message string) *testv1.Custom {
+	return &testv1.Custom{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, Spec: testv1.CustomSpec{Message: message, Replicas: replicas}}
+}
+
+// Webhook names of TestAdmissionWebhooks.
+const (
+	denyHook   = "deny-forbidden.test.example.com"
+	mutateHook = "add-label.test.example.com"
+	hangHook   = "hang.test.example.com"
+	allHook    = "all.test.example.com"
+)
+
+// TestAdmissionWebhooks is case W1 through both doors: a validating webhook
+// denying spec.message containing "forbidden" and a mutating webhook adding
+// the label mutated=true, both for customs in namespaces labelled
+// policy=on; a webhook that times out; the webhook server stopped with
+// failurePolicy Fail, then Ignore; a catch-all webhook that is down cannot
+// lock the operator out of the admissionregistration objects.
+func TestAdmissionWebhooks(t *testing.T) {
+	a := startAdmissionServer(t, nil)
+	hook := startWebhookServer(t)
+	ctx := t.Context()
+	on := map[string]string{"policy": "on"}
+	regs := a.kube.AdmissionregistrationV1()
+
+	vwc, err := regs.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1-validate"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{
+			validatingWebhook(denyHook, hook, "/validate", on, admissionregistrationv1.Fail, 5),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mwc, err := regs.MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1-mutate"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{
+			mutatingWebhook(mutateHook, hook, "/mutate", on, admissionregistrationv1.Fail),
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeNS := a.namespace(t, on)
+	probes := a.doors[1].customs(probeNS)
+	eventually(t, "both webhooks called", func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, probe(1, "forbidden probe"), metav1.CreateOptions{})
+		if err == nil {
+			return false, nil
+		}
+		return strings.Contains(err.Error(), denyHook) && hook.callsTo("/mutate", probeNS) > 0, err
+	})
+
+	forDoors(t, a.doors, func(t *testing.T, d door) {
+		ns, other := a.namespace(t, on), a.namespace(t, nil)
+		c := d.customs(ns)
+
+		bad := custom("bad")
+		bad.Spec.Message = "this is forbidden"
+		_, err := c.Create(t.Context(), bad, metav1.CreateOptions{})
+		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request: `+denyMessage)
+		requireNotStored(t, c, "bad")
+
+		good := create(t, c, custom("good"))
+		if good.Labels["mutated"] != "true" {
+			t.Errorf("create answered labels %v, want mutated=true", good.Labels)
+		}
+		got, err := c.Get(t.Context(), "good", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Labels["mutated"] != "true" {
+			t.Errorf("get answered labels %v, want mutated=true", got.Labels)
+		}
+		if l := a.storedLabels(t, ns, "good"); l["mutated"] != "true" {
+			t.Errorf("etcd holds labels %v, want mutated=true", l)
+		}
+
+		// An update is matched too.
+		got.Spec.Message = "now forbidden"
+		_, err = c.Update(t.Context(), got, metav1.UpdateOptions{})
+		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
+
+		// dry run: both webhooks (sideEffects None) are called with
+		// dryRun set; the answer is mutated, nothing is stored.
+		v, m := hook.dryRunCalls("/validate"), hook.dryRunCalls("/mutate")
+		dry, err := c.Create(t.Context(), custom("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dry.Labels["mutated"] != "true" {
+			t.Errorf("dry-run create answered labels %v, want mutated=true", dry.Labels)
+		}
+		requireNotStored(t, c, "dry")
+		if hook.dryRunCalls("/validate") != v+1 || hook.dryRunCalls("/mutate") != m+1 {
+			t.Errorf("dry-run calls validate %d->%d, mutate %d->%d, want one each", v, hook.dryRunCalls("/validate"), m, hook.dryRunCalls("/mutate"))
+		}
+		bad.Name = "dry-bad"
+		_, err = c.Create(t.Context(), bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
+
+		// Another namespace: neither webhook is called.
+		free := custom("free")
+		free.Spec.Message = "forbidden is fine here"
+		out := create(t, d.customs(other), free)
+		if _, ok := out.Labels["mutated"]; ok {
+			t.Errorf("unmatched create labelled %v", out.Labels)
+		}
+		if n, m := hook.callsTo("/validate", other), hook.callsTo("/mutate", other); n != 0 || m != 0 {
+			t.Errorf("webhooks called for namespace %s: validate %d, mutate %d", other, n, m)
+		}
+	})
+
+	// v1 webhooks must declare no side effects (None or NoneOnDryRun), as
+	// kube's validation requires: dry-run requests can then call them all.
+	withEffects := validatingWebhook("effects.test.example.com", hook, "/validate", on, admissionregistrationv1.Fail, 5)
+	withEffects.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+	_, err = regs.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "w1-effects"},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{withEffects},
+	}, metav1.CreateOptions{})
+	requireReason(t, err, metav1.StatusReasonInvalid)
+
+	t.Run("timeout", func(t *testing.T) {
+		slow := map[string]string{"policy": "slow"}
+		if _, err := regs.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "w1-hang"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{
+				validatingWebhook(hangHook, hook, "/hang", slow, admissionregistrationv1.Fail, 1),
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		slowProbes := a.doors[1].customs(a.namespace(t, slow))
+		eventually(t, "hanging webhook called", func(ctx context.Context) (bool, error) {
+			_, err := slowProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
+			return err != nil && strings.Contains(err.Error(), "failed calling webhook"), err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, slow))
+			start := time.Now()
+			_, err := c.Create(t.Context(), custom("slow"), metav1.CreateOptions{})
+			// A bound on the hang: the webhook's 1 s applies, not the
+			// default 10 s.
+			if el := time.Since(start); el > 8*time.Second {
+				t.Errorf("refused after %s, want about timeoutSeconds (1 s)", el)
+			}
+			requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+hangHook+`"`)
+			requireNotStored(t, c, "slow")
+		})
+	})
+
+	t.Run("stopped", func(t *testing.T) {
+		hook.stop()
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, on))
+			// The mutating webhook is called first.
+			_, err := c.Create(t.Context(), custom("down"), metav1.CreateOptions{})
+			requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+mutateHook+`"`)
+			requireNotStored(t, c, "down")
+			// An unmatched write never calls it.
+			create(t, d.customs(a.namespace(t, nil)), custom("elsewhere"))
+		})
+
+		// The configurations can still be changed: to failurePolicy Ignore.
+		cur, err := regs.MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+		if _, err := regs.MutatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update the mutating webhook configuration of a stopped webhook: %v", err)
+		}
+		curv, err := regs.ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		curv.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+		if _, err := regs.ValidatingWebhookConfigurations().Update(ctx, curv, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update the validating webhook configuration of a stopped webhook: %v", err)
+		}
+		eventually(t, "failurePolicy Ignore in effect", func(ctx context.Context) (bool, error) {
+			_, err := probes.Create(ctx, probe(1, "forbidden, but nobody checks"), metav1.CreateOptions{})
+			return err == nil, err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, on))
+			out := create(t, c, custom("ignored"))
+			if _, ok := out.Labels["mutated"]; ok {
+				t.Errorf("labels %v from a stopped webhook", out.Labels)
+			}
+		})
+	})
+
+	t.Run("catch-all-down", func(t *testing.T) {
+		// A validating webhook of every resource, down, failurePolicy
+		// Fail: writes fail, but not those of the admissionregistration
+		// objects (exempt, as in kube), so the operator can remove it.
+		cm := a.namespace(t, nil)
+		all := validatingWebhook(allHook, hook, "/validate", nil, admissionregistrationv1.Fail, 2)
+		all.NamespaceSelector = nil
+		all.Rules = []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
+		}}
+		if _, err := regs.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "w1-all"},
+			Webhooks:   []admissionregistrationv1.ValidatingWebhook{all},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		configMap := func(ctx context.Context) error {
+			_, err := a.kube.CoreV1().ConfigMaps(cm).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}}, metav1.CreateOptions{})
+			return err
+		}
+		eventually(t, "catch-all webhook refusing writes", func(ctx context.Context) (bool, error) {
+			err := configMap(ctx)
+			return err != nil && strings.Contains(err.Error(), `failed calling webhook "`+allHook+`"`), err
+		})
+		cur, err := regs.ValidatingWebhookConfigurations().Get(ctx, "w1-all", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Labels = map[string]string{"broken": "true"}
+		if _, err := regs.ValidatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update the catch-all configuration: %v", err)
+		}
+		for _, name := range []string{"w1-all", vwc.Name} {
+			if err := regs.ValidatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("delete %s: %v", name, err)
+			}
+		}
+		if err := regs.MutatingWebhookConfigurations().Delete(ctx, mwc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", mwc.Name, err)
+		}
+		eventually(t, "writes after the catch-all webhook's removal", func(ctx context.Context) (bool, error) {
+			err := configMap(ctx)
+			return err == nil, err
+		})
+	})
+}
+
+// Policy and binding names of TestAdmissionPolicies.
+const (
+	limitPolicy  = "replicas-limit"
+	limitBinding = "replicas-limit-dev"
+	typoPolicy   = "typo"
+	typoBinding  = "typo-on"
+	teamPolicy   = "team-label"
+)
+
+// TestAdmissionPolicies is case P1 through both doors: a
+// ValidatingAdmissionPolicy with a ConfigMap param (max "3") bound to
+// namespaces labelled env=dev denies replicas over the limit with its
+// messageExpression, then, bound with validationActions [Warn], warns; a
+// policy whose expression does not type-check shows it in its status and,
+// with failurePolicy Fail, denies; a MutatingAdmissionPolicy sets the label
+// team from the namespace's.
+func TestAdmissionPolicies(t *testing.T) {
+	a := startAdmissionServer(t, nil)
+	ctx := t.Context()
+	regs := a.kube.AdmissionregistrationV1()
+	dev := map[string]string{"env": "dev"}
+	customsMatch := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: customsRules()[0],
+	}}}
+
+	paramsNS := a.namespace(t, nil)
+	if _, err := a.kube.CoreV1().ConfigMaps(paramsNS).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "limits"}, Data: map[string]string{"max": "3"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: limitPolicy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			MatchConstraints: customsMatch,
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "object.spec.replicas <= int(params.data.max)",
+				MessageExpression: "'replicas must be at most ' + params.data.max",
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: limitBinding},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: limitPolicy,
+			ParamRef: &admissionregistrationv1.ParamRef{
+				Name: "limits", Namespace: paramsNS,
+				ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+			},
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(dev)},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const denied = "ValidatingAdmissionPolicy '" + limitPolicy + "' with binding '" + limitBinding + "' denied request: replicas must be at most 3"
+	probes := a.doors[1].customs(a.namespace(t, dev))
+	eventually(t, "policy in effect", func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, probe(4, ""), metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), denied), err
+	})
+
+	t.Run("deny", func(t *testing.T) {
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, dev))
+			over := custom("four")
+			over.Spec.Replicas = 4
+			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
+			requireReason(t, err, metav1.StatusReasonInvalid)
+			requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+			requireNotStored(t, c, "four")
+
+			at := custom("three")
+			at.Spec.Replicas = 3
+			got := create(t, c, at)
+			got.Spec.Replicas = 4
+			_, err = c.Update(t.Context(), got, metav1.UpdateOptions{})
+			requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+
+			elsewhere := custom("ten")
+			elsewhere.Spec.Replicas = 10
+			create(t, d.customs(a.namespace(t, nil)), elsewhere)
+		})
+	})
+
+	t.Run("warn", func(t *testing.T) {
+		cur, err := regs.ValidatingAdmissionPolicyBindings().Get(ctx, binding.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
+		if _, err := regs.ValidatingAdmissionPolicyBindings().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "binding in Warn mode", func(ctx context.Context) (bool, error) {
+			_, err := probes.Create(ctx, probe(4, ""), metav1.CreateOptions{})
+			return err == nil, err
+		})
+		const warned = "Validation failed for ValidatingAdmissionPolicy '" + limitPolicy + "' with binding '" + limitBinding + "': replicas must be at most 3"
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c, warnCtx, rec := warnedCustoms(t, d, a.namespace(t, dev))
+			over := custom("five")
+			over.Spec.Replicas = 5
+			if _, err := c.Create(warnCtx(t.Context()), over, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if w := rec.since(0); len(w) != 1 || w[0] != warned {
+				t.Errorf("warnings %q, want [%q]", w, warned)
+			}
+		})
+	})
+
+	t.Run("type-check", func(t *testing.T) {
+		// A syntax error is refused at create, as kube refuses it.
+		_, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "syntax"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: customsMatch,
+				Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <="}},
+			},
+		}, metav1.CreateOptions{})
+		requireReason(t, err, metav1.StatusReasonInvalid)
+
+		// A field customs do not have compiles, fails the type check
+		// (status.typeChecking) and, at run time, denies (Fail).
+		const typo = "object.spec.replicaz <= 3"
+		if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: typoPolicy},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: customsMatch,
+				Validations:      []admissionregistrationv1.Validation{{Expression: typo}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "type check in the policy's status", func(ctx context.Context) (bool, error) {
+			p, err := regs.ValidatingAdmissionPolicies().Get(ctx, typoPolicy, metav1.GetOptions{})
+			if err != nil || p.Status.TypeChecking == nil {
+				return false, err
+			}
+			for _, w := range p.Status.TypeChecking.ExpressionWarnings {
+				if w.FieldRef == "spec.validations[0].expression" && strings.Contains(w.Warning, "replicaz") {
+					return true, nil
+				}
+			}
+			return false, errors.New("no warning naming replicaz in " + p.Status.String())
+		})
+		typoOn := map[string]string{"typo": "on"}
+		if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: typoBinding},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        typoPolicy,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(typoOn)},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const prefix = "ValidatingAdmissionPolicy '" + typoPolicy + "' with binding '" + typoBinding + "' denied request: "
+		typoProbes := a.doors[1].customs(a.namespace(t, typoOn))
+		eventually(t, "policy with a typo in effect", func(ctx context.Context) (bool, error) {
+			_, err := typoProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
+			return err != nil && strings.Contains(err.Error(), prefix), err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, typoOn))
+			_, err := c.Create(t.Context(), custom("c"), metav1.CreateOptions{})
+			requireStatus(t, err, http.StatusUnprocessableEntity, prefix, "replicaz")
+			requireNotStored(t, c, "c")
+		})
+	})
+
+	t.Run("mutating", func(t *testing.T) {
+		if _, err := regs.MutatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: teamPolicy},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints:   customsMatch,
+				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+				Mutations: []admissionregistrationv1.Mutation{{
+					PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
+						Expression: `Object{metadata: Object.metadata{labels: {"team": namespaceObject.metadata.labels["team"]}}}`,
+					},
+				}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := regs.MutatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: teamPolicy},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
+				PolicyName: teamPolicy,
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpExists}},
+				}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		teamProbes := a.doors[1].customs(a.namespace(t, map[string]string{"team": "probe"}))
+		eventually(t, "mutating policy in effect", func(ctx context.Context) (bool, error) {
+			out, err := teamProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
+			return err == nil && out.Labels["team"] == "probe", err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, map[string]string{"team": "blue"}))
+			out := create(t, c, custom("c"))
+			if out.Labels["team"] != "blue" {
+				t.Errorf("create answered labels %v, want team=blue", out.Labels)
+			}
+			got, err := c.Get(t.Context(), "c", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Labels["team"] != "blue" {
+				t.Errorf("get answered labels %v, want team=blue", got.Labels)
+			}
+			// No team label on the namespace: not matched.
+			plain := create(t, d.customs(a.namespace(t, nil)), custom("c"))
+			if _, ok := plain.Labels["team"]; ok {
+				t.Errorf("unmatched create labelled %v", plain.Labels)
+			}
+		})
+	})
+}
+
+// TestAdmissionNamespaceLifecycle: the namespace lifecycle is the
+// NamespaceLifecycle plugin of the admission chain, through both doors: a
+// server with it disabled lets a create in a missing namespace succeed; by
+// default such a create is 404 NotFound.
+func TestAdmissionNamespaceLifecycle(t *testing.T) {
+	t.Run("disabled", func(t *testing.T) {
+		a := startAdmissionServer(t, func(o *server.Options) { disableAdmissionPlugins(o, "NamespaceLifecycle") })
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(namespace(t)) // never created
+			create(t, c, custom("c"))
+			if _, err := c.Get(t.Context(), "c", metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("default", func(t *testing.T) {
+		a := startAdmissionServer(t, nil)
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			_, err := d.customs(namespace(t)).Create(t.Context(), custom("c"), metav1.CreateOptions{})
+			requireReason(t, err, metav1.StatusReasonNotFound)
+		})
+	})
+}
