@@ -125,6 +125,7 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 //   - /validate denies a custom whose spec.message contains "forbidden"
 //     (status code 403, message denyMessage) and allows everything else;
 //   - /mutate adds the label mutated=true with a JSONPatch;
+//   - /allow and /big allow everything (for counting calls);
 //   - /hang answers nothing until the caller gives up (a webhook that
 //     times out).
 //
@@ -210,6 +211,7 @@ func (w *webhookServer) serve(rw http.ResponseWriter, r *http.Request) {
 		}
 		resp.Patch = []byte(patch)
 		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
+	case "/allow", "/big":
 	case "/hang":
 		<-r.Context().Done()
 		return

@@ -64,6 +64,8 @@ const (
 	denyHook   = "deny-forbidden.test.example.com"
 	mutateHook = "add-label.test.example.com"
 	hangHook   = "hang.test.example.com"
+	allowHook  = "dry-run-aware.test.example.com"
+	bigHook    = "big.test.example.com"
 	allHook    = "all.test.example.com"
 )
 
@@ -79,11 +81,20 @@ func TestAdmissionWebhooks(t *testing.T) {
 	ctx := t.Context()
 	on := map[string]string{"policy": "on"}
 	regs := a.kube.AdmissionregistrationV1()
+	// A webhook declaring sideEffects NoneOnDryRun: called on dry runs
+	// too, with dryRun set (it promises to have no side effects then).
+	dryRunAware := validatingWebhook(allowHook, hook, "/allow", on, admissionregistrationv1.Fail, 5)
+	dryRunAware.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
+	// A webhook with a match condition: called only for over 100 replicas.
+	big := validatingWebhook(bigHook, hook, "/big", on, admissionregistrationv1.Fail, 5)
+	big.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "big", Expression: "object.spec.replicas > 100"}}
 
 	vwc, err := regs.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "w1-validate"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			validatingWebhook(denyHook, hook, "/validate", on, admissionregistrationv1.Fail, 5),
+			dryRunAware,
+			big,
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -138,9 +149,21 @@ func TestAdmissionWebhooks(t *testing.T) {
 		_, err = c.Update(t.Context(), got, metav1.UpdateOptions{})
 		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
 
-		// dry run: both webhooks (sideEffects None) are called with
-		// dryRun set; the answer is mutated, nothing is stored.
-		v, m := hook.dryRunCalls("/validate"), hook.dryRunCalls("/mutate")
+		// matchConditions: the big webhook is called for over 100
+		// replicas only.
+		if n := hook.callsTo("/big", ns); n != 0 {
+			t.Errorf("webhook %s called %d times for 1 replica", bigHook, n)
+		}
+		huge := custom("huge")
+		huge.Spec.Replicas = 101
+		create(t, c, huge)
+		if n := hook.callsTo("/big", ns); n != 1 {
+			t.Errorf("webhook %s called %d times for 101 replicas, want 1", bigHook, n)
+		}
+
+		// dry run: every webhook (sideEffects None or NoneOnDryRun) is
+		// called with dryRun set; the answer is mutated, nothing is stored.
+		v, m, aw := hook.dryRunCalls("/validate"), hook.dryRunCalls("/mutate"), hook.dryRunCalls("/allow")
 		dry, err := c.Create(t.Context(), custom("dry"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			t.Fatal(err)
@@ -149,8 +172,8 @@ func TestAdmissionWebhooks(t *testing.T) {
 			t.Errorf("dry-run create answered labels %v, want mutated=true", dry.Labels)
 		}
 		requireNotStored(t, c, "dry")
-		if hook.dryRunCalls("/validate") != v+1 || hook.dryRunCalls("/mutate") != m+1 {
-			t.Errorf("dry-run calls validate %d->%d, mutate %d->%d, want one each", v, hook.dryRunCalls("/validate"), m, hook.dryRunCalls("/mutate"))
+		if hook.dryRunCalls("/validate") != v+1 || hook.dryRunCalls("/mutate") != m+1 || hook.dryRunCalls("/allow") != aw+1 {
+			t.Errorf("dry-run calls validate %d->%d, mutate %d->%d, allow %d->%d, want one each", v, hook.dryRunCalls("/validate"), m, hook.dryRunCalls("/mutate"), aw, hook.dryRunCalls("/allow"))
 		}
 		bad.Name = "dry-bad"
 		_, err = c.Create(t.Context(), bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -163,8 +186,10 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, ok := out.Labels["mutated"]; ok {
 			t.Errorf("unmatched create labelled %v", out.Labels)
 		}
-		if n, m := hook.callsTo("/validate", other), hook.callsTo("/mutate", other); n != 0 || m != 0 {
-			t.Errorf("webhooks called for namespace %s: validate %d, mutate %d", other, n, m)
+		for _, path := range []string{"/validate", "/mutate", "/allow", "/big"} {
+			if n := hook.callsTo(path, other); n != 0 {
+				t.Errorf("webhook %s called %d times for namespace %s", path, n, other)
+			}
 		}
 	})
 
@@ -232,7 +257,9 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		curv.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+		for i := range curv.Webhooks {
+			curv.Webhooks[i].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+		}
 		if _, err := regs.ValidatingWebhookConfigurations().Update(ctx, curv, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("update the validating webhook configuration of a stopped webhook: %v", err)
 		}
