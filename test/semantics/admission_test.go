@@ -234,14 +234,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 
 	t.Run("stopped", func(t *testing.T) {
 		hook.stop()
-		forDoors(t, a.doors, func(t *testing.T, d door) {
-			c := d.customs(a.namespace(t, on))
-			// The mutating webhook is called first.
-			_, err := c.Create(t.Context(), custom("down"), metav1.CreateOptions{})
-			requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+mutateHook+`"`)
-			requireNotStored(t, c, "down")
-			// An unmatched write never calls it.
-			create(t, d.customs(a.namespace(t, nil)), custom("elsewhere"))
+		t.Run("fail", func(t *testing.T) {
+			forDoors(t, a.doors, func(t *testing.T, d door) {
+				c := d.customs(a.namespace(t, on))
+				// The mutating webhook is called first.
+				_, err := c.Create(t.Context(), custom("down"), metav1.CreateOptions{})
+				requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+mutateHook+`"`)
+				requireNotStored(t, c, "down")
+				// An unmatched write never calls it.
+				create(t, d.customs(a.namespace(t, nil)), custom("elsewhere"))
+			})
 		})
 
 		// The configurations can still be changed: to failurePolicy Ignore.
@@ -267,12 +269,14 @@ func TestAdmissionWebhooks(t *testing.T) {
 			_, err := probes.Create(ctx, probe(1, "forbidden, but nobody checks"), metav1.CreateOptions{})
 			return err == nil, err
 		})
-		forDoors(t, a.doors, func(t *testing.T, d door) {
-			c := d.customs(a.namespace(t, on))
-			out := create(t, c, custom("ignored"))
-			if _, ok := out.Labels["mutated"]; ok {
-				t.Errorf("labels %v from a stopped webhook", out.Labels)
-			}
+		t.Run("ignore", func(t *testing.T) {
+			forDoors(t, a.doors, func(t *testing.T, d door) {
+				c := d.customs(a.namespace(t, on))
+				out := create(t, c, custom("ignored"))
+				if _, ok := out.Labels["mutated"]; ok {
+					t.Errorf("labels %v from a stopped webhook", out.Labels)
+				}
+			})
 		})
 	})
 
