@@ -103,7 +103,12 @@ func (r *attributeRecorder) watch(ns string) func() []admissionCall {
 		delete(r.ns, ns)
 		var out []admissionCall
 		for _, c := range r.calls {
-			// A retry repeats the last admit and validate pair.
+			// A retry repeats the last call (an update that met a newer
+			// object before its validation), or the last admit and
+			// validate pair.
+			if n := len(out); n >= 1 && equalCall(out[n-1], c) {
+				continue
+			}
 			if n := len(out); n >= 2 && c.Phase == "admit" && equalCall(out[n-2], c) {
 				continue
 			}
@@ -146,6 +151,9 @@ func TestAdmissionSameAttributesBothDoors(t *testing.T) {
 		}
 		return -1
 	})
+	// The in-process client's default field validation, set on both doors
+	// (client-go sends none).
+	const strict = metav1.FieldValidationStrict
 	var who user.Info
 	var runs [][]admissionCall
 	for _, d := range doors {
@@ -156,29 +164,29 @@ func TestAdmissionSameAttributesBothDoors(t *testing.T) {
 		}
 		c := d.customs(ns)
 		stop := rec.watch(ns)
-		created, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: testv1.CustomSpec{Message: "hi"}}, metav1.CreateOptions{})
+		created, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: testv1.CustomSpec{Message: "hi"}}, metav1.CreateOptions{FieldValidation: strict})
 		if err != nil {
 			t.Fatalf("%s: create: %v", d.name, err)
 		}
 		if created.Labels["admitted"] != "yes" {
 			t.Errorf("%s: the mutation is not in the create's answer: %v", d.name, created.Labels)
 		}
-		if _, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "m"}); err != nil {
+		if _, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "dry"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "m", FieldValidation: strict}); err != nil {
 			t.Fatalf("%s: dry-run create: %v", d.name, err)
 		}
 		created.Spec.Replicas = 2
-		updated, err := c.Update(ctx, created, metav1.UpdateOptions{FieldManager: "updater"})
+		updated, err := c.Update(ctx, created, metav1.UpdateOptions{FieldManager: "updater", FieldValidation: strict})
 		if err != nil {
 			t.Fatalf("%s: update: %v", d.name, err)
 		}
 		updated.Status.Phase = "Running"
-		if _, err := c.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldValidation: strict}); err != nil {
 			t.Fatalf("%s: status update: %v", d.name, err)
 		}
-		if _, err := c.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}); err != nil {
+		if _, err := c.Patch(ctx, "a", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{FieldValidation: strict}); err != nil {
 			t.Fatalf("%s: merge patch: %v", d.name, err)
 		}
-		if _, err := c.Patch(ctx, "a", types.JSONPatchType, []byte(`[{"op":"replace","path":"/status/phase","value":"Done"}]`), metav1.PatchOptions{}, "status"); err != nil {
+		if _, err := c.Patch(ctx, "a", types.JSONPatchType, []byte(`[{"op":"replace","path":"/status/phase","value":"Done"}]`), metav1.PatchOptions{FieldValidation: strict}, "status"); err != nil {
 			t.Fatalf("%s: status JSON patch: %v", d.name, err)
 		}
 		got, err := c.Get(ctx, "a", metav1.GetOptions{})
@@ -191,7 +199,7 @@ func TestAdmissionSameAttributesBothDoors(t *testing.T) {
 		if err := c.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("%s: delete: %v", d.name, err)
 		}
-		if _, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{FieldValidation: strict}); err != nil {
 			t.Fatalf("%s: create: %v", d.name, err)
 		}
 		if err := c.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
