@@ -17,7 +17,9 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -155,8 +157,12 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 	}
 	var probes atomic.Int64
 	for _, mode := range modes {
-		install := admissionObjects(mode, cfg.Resource, hook)
+		installs := make([]admissionInstall, len(runners))
 		for i, r := range runners {
+			// Each target's webhook has a path of its own, so that the
+			// reviews it causes are counted apart.
+			installs[i] = admissionObjects(mode, cfg.Resource, hook, strconv.Itoa(i))
+			install := installs[i]
 			if err := install.apply(ctx, clients[i]); err != nil {
 				return fmt.Errorf("%s: admission=%s: install: %w", r.target.Name(), mode, err)
 			}
@@ -174,6 +180,10 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 			all = append([]*runner{etcd}, runners...)
 		}
 		workload := "create admission=" + mode
+		reviews0 := make([]int64, len(runners))
+		for i := range runners {
+			reviews0[i] = hook.count(strconv.Itoa(i))
+		}
 		res, err := inRounds(ctx, all, workload, admissionWorkers, cfg.Creates, cfg.Rounds, admissionBatch(mode))
 		if etcd != nil {
 			admissionRatios(res[0], res[1:])
@@ -181,11 +191,15 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 		}
 		for i, r := range res {
 			if r.Target != "" {
-				res[i].Notes = r.Notes + "; " + install.notes
+				res[i].Notes = r.Notes + "; " + installs[i].notes
+				if installs[i].webhook != nil {
+					res[i].Notes += fmt.Sprintf("; the webhook answered %d reviews", hook.count(strconv.Itoa(i))-reviews0[i])
+				}
 				*rows[i] = append(*rows[i], res[i])
 			}
 		}
 		for i, r := range runners {
+			install := installs[i]
 			rctx := context.WithoutCancel(ctx)
 			if rerr := install.remove(rctx, clients[i]); rerr != nil && err == nil {
 				err = fmt.Errorf("%s: admission=%s: remove: %w", r.target.Name(), mode, rerr)
@@ -252,8 +266,8 @@ type admissionInstall struct {
 }
 
 // admissionObjects builds what mode installs: webhook configurations
-// call hook.
-func admissionObjects(mode string, gvr schema.GroupVersionResource, hook *webhookServer) admissionInstall {
+// call hook at the path of key.
+func admissionObjects(mode string, gvr schema.GroupVersionResource, hook *webhookServer, key string) admissionInstall {
 	fail := admissionregistrationv1.Fail
 	rule := func(group, version, resource string) admissionregistrationv1.RuleWithOperations {
 		return admissionregistrationv1.RuleWithOperations{
@@ -264,7 +278,7 @@ func admissionObjects(mode string, gvr schema.GroupVersionResource, hook *webhoo
 	webhook := func(r admissionregistrationv1.RuleWithOperations) *admissionregistrationv1.ValidatingWebhookConfiguration {
 		none := admissionregistrationv1.SideEffectClassNone
 		timeout := int32(10)
-		url := hook.url
+		url := hook.url + "/" + key
 		return &admissionregistrationv1.ValidatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: admissionObjectName},
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
@@ -410,11 +424,22 @@ func (a admissionInstall) await(ctx context.Context, r *runner, c kubernetes.Int
 // into the configurations' caBundle) that allows every AdmissionReview
 // except for objects named probePrefix*.
 type webhookServer struct {
-	url   string // https://127.0.0.1:PORT/validate
+	url   string // https://127.0.0.1:PORT/validate; the webhook is at url/KEY
 	caPEM []byte
 	srv   *http.Server
-	// reviews counts the reviews answered.
-	reviews atomic.Int64
+	// reviews counts the reviews answered, by KEY.
+	mu      sync.Mutex
+	reviews map[string]int64
+}
+
+// count returns the number of reviews answered at url/key.
+func (w *webhookServer) count(key string) int64 {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reviews[key]
 }
 
 // startWebhook starts the webhook server.
@@ -427,9 +452,9 @@ func startWebhook() (*webhookServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &webhookServer{url: "https://" + l.Addr().String() + "/validate", caPEM: caPEM}
+	w := &webhookServer{url: "https://" + l.Addr().String() + "/validate", caPEM: caPEM, reviews: map[string]int64{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /validate", w.validate)
+	mux.HandleFunc("POST /validate/{key}", w.validate)
 	w.srv = &http.Server{
 		Handler:           mux,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
@@ -453,7 +478,9 @@ func (w *webhookServer) validate(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, fmt.Sprintf("not an AdmissionReview: %v", err), http.StatusBadRequest)
 		return
 	}
-	w.reviews.Add(1)
+	w.mu.Lock()
+	w.reviews[req.PathValue("key")]++
+	w.mu.Unlock()
 	var obj metav1.PartialObjectMetadata
 	_ = json.Unmarshal(review.Request.Object.Raw, &obj)
 	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}

@@ -63,7 +63,7 @@ func TestWebhookServer(t *testing.T) {
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Request:  &admissionv1.AdmissionRequest{UID: types.UID("uid-" + tc.name), Object: runtime.RawExtension{Raw: obj}},
 		})
-		resp, err := hc.Post(w.url, "application/json", bytes.NewReader(body))
+		resp, err := hc.Post(w.url+"/k", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestWebhookServer(t *testing.T) {
 			t.Errorf("%s: denial %+v, want 403 %q", tc.name, r.Result, probeMessage)
 		}
 	}
-	if n := w.reviews.Load(); n != 2 {
+	if n := w.count("k"); n != 2 {
 		t.Errorf("%d reviews counted, want 2", n)
 	}
 }
