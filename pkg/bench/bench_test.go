@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,5 +162,58 @@ func TestQuickRunContentTypes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The admission workloads on every target that serves admission (self
+// over HTTP, inprocess with its own server): each mode installs, takes
+// effect (the probes' denial, else the run fails), runs and is removed,
+// and its row carries a ratio against raw etcd's creates of the same
+// rounds; the matched webhook is called for every create, the unmatched
+// one for none; raw etcd has no admission row.
+func TestQuickRunAdmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the customapi binary")
+	}
+	cfg := quickConfig(t)
+	cfg.Rounds = 2
+	cfg.Admission = []string{bench.AdmissionNone, bench.AdmissionWebhook, bench.AdmissionPolicy, bench.AdmissionWebhookUnmatched}
+	results, err := bench.Run(t.Context(), cfg)
+	var table bytes.Buffer
+	_ = bench.WriteTable(&table, results)
+	t.Log("\n" + table.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, target := range []string{"inprocess", "self"} {
+		for _, m := range cfg.Admission {
+			want[target+" create admission="+m] = true
+		}
+	}
+	for _, r := range results {
+		if !strings.HasPrefix(r.Workload, "create admission=") {
+			continue
+		}
+		if !want[r.Target+" "+r.Workload] {
+			t.Errorf("unexpected row %s %s", r.Target, r.Workload)
+			continue
+		}
+		delete(want, r.Target+" "+r.Workload)
+		if r.Ops != cfg.Creates || r.Workers != 16 || r.VsEtcd <= 0 || len(r.VsEtcdRounds) != cfg.Rounds {
+			t.Errorf("%s %s: ops %d, workers %d, vs etcd %v %v", r.Target, r.Workload, r.Ops, r.Workers, r.VsEtcd, r.VsEtcdRounds)
+		}
+		// The matched webhook is called once per create; the unmatched
+		// one never.
+		reviews := map[string]string{
+			"create admission=webhook":           fmt.Sprintf("the webhook answered %d reviews", cfg.Creates),
+			"create admission=webhook-unmatched": "the webhook answered 0 reviews",
+		}[r.Workload]
+		if !strings.Contains(r.Notes, reviews) {
+			t.Errorf("%s %s: notes %q, want %q", r.Target, r.Workload, r.Notes, reviews)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("rows missing: %v", want)
 	}
 }
