@@ -126,6 +126,8 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 //     (status code 403, message denyMessage) and allows everything else;
 //   - /mutate adds the label mutated=true with a JSONPatch;
 //   - /allow and /big allow everything (for counting calls);
+//   - /fleet denies a fleet whose spec.size is over 5, naming the
+//     apiVersion of the object it was sent and the request's kind;
 //   - /hang answers nothing until the caller gives up (a webhook that
 //     times out).
 //
@@ -212,6 +214,18 @@ func (w *webhookServer) serve(rw http.ResponseWriter, r *http.Request) {
 		resp.Patch = []byte(patch)
 		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	case "/allow", "/big":
+	case "/fleet":
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Spec       struct {
+				Size int32 `json:"size"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(req.Object.Raw, &obj); err == nil && obj.Spec.Size > 5 {
+			resp.Allowed = false
+			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: fmt.Sprintf(
+				"size %d over 5 (object %s, kind %s, request kind %s)", obj.Spec.Size, obj.APIVersion, req.Kind.Version, req.RequestKind.Version)}
+		}
 	case "/hang":
 		<-r.Context().Done()
 		return

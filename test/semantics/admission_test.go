@@ -1,7 +1,8 @@
 package semantics_test
 
 // Admission through both doors (issue 19): webhooks (case W1), validating
-// and mutating admission policies (case P1), and the namespace lifecycle
+// and mutating admission policies (case P1), a webhook's matchPolicy across
+// a kind's versions, and the namespace lifecycle
 // as a plugin of the chain. Each test has a server of its own: webhooks and
 // policies are server-wide.
 
@@ -17,9 +18,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	fleetv1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
+	"github.com/customapi/customapi/examples/fleet/fleetapi"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -343,7 +352,8 @@ const (
 // messageExpression, then, bound with validationActions [Warn], warns; a
 // policy whose expression does not type-check shows it in its status and,
 // with failurePolicy Fail, denies; a MutatingAdmissionPolicy sets the label
-// team from the namespace's.
+// team from the namespace's (ApplyConfiguration) and an annotation
+// (JSONPatch).
 func TestAdmissionPolicies(t *testing.T) {
 	a := startAdmissionServer(t, nil)
 	ctx := t.Context()
@@ -518,6 +528,11 @@ func TestAdmissionPolicies(t *testing.T) {
 					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
 						Expression: `Object{metadata: Object.metadata{labels: {"team": namespaceObject.metadata.labels["team"]}}}`,
 					},
+				}, {
+					PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+					JSONPatch: &admissionregistrationv1.JSONPatch{
+						Expression: `[JSONPatch{op: "add", path: "/metadata/annotations", value: {"mutated-by": "` + teamPolicy + `"}}]`,
+					},
 				}},
 			},
 		}, metav1.CreateOptions{}); err != nil {
@@ -552,6 +567,9 @@ func TestAdmissionPolicies(t *testing.T) {
 			if got.Labels["team"] != "blue" {
 				t.Errorf("get answered labels %v, want team=blue", got.Labels)
 			}
+			if out.Annotations["mutated-by"] != teamPolicy || got.Annotations["mutated-by"] != teamPolicy {
+				t.Errorf("annotations %v answered by create, %v by get, want the JSONPatch's mutated-by=%s", out.Annotations, got.Annotations, teamPolicy)
+			}
 			// No team label on the namespace: not matched.
 			plain := create(t, d.customs(a.namespace(t, nil)), custom("c"))
 			if _, ok := plain.Labels["team"]; ok {
@@ -583,4 +601,74 @@ func TestAdmissionNamespaceLifecycle(t *testing.T) {
 			requireReason(t, err, metav1.StatusReasonNotFound)
 		})
 	})
+}
+
+// TestAdmissionMatchPolicy: a webhook of fleets in v1alpha1 only is called
+// for writes in v1 with matchPolicy Equivalent (kube's default), sent the
+// object converted to v1alpha1, through both doors (one equivalent
+// resource registry); with matchPolicy Exact it is not called.
+func TestAdmissionMatchPolicy(t *testing.T) {
+	resources := append(batteries.Resources(batteries.Options{}), fleetapi.Fleets)
+	s := customapitest.StartWithOptions(t, nil, resources...)
+	kube, err := kubernetes.NewForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admissionServer{srv: s, kube: kube}
+	hook := startWebhookServer(t)
+	regs := kube.AdmissionregistrationV1()
+	alphaFleets := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"fleet.example.com"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"fleets"}},
+	}}
+	var hooks []admissionregistrationv1.ValidatingWebhook
+	for _, mp := range []admissionregistrationv1.MatchPolicyType{admissionregistrationv1.Equivalent, admissionregistrationv1.Exact} {
+		h := validatingWebhook(strings.ToLower(string(mp))+".fleet.example.com", hook, "/fleet", map[string]string{"match": string(mp)}, admissionregistrationv1.Fail, 5)
+		h.Rules, h.MatchPolicy = alphaFleets, ptr.To(mp)
+		hooks = append(hooks, h)
+	}
+	if _, err := regs.ValidatingWebhookConfigurations().Create(t.Context(), &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleets-v1alpha1"}, Webhooks: hooks,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := resource.NewScheme(fleetapi.Fleets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inV1, err := client.For[*fleetv1.Fleet, *fleetv1.FleetList](s.Registry(), fleetapi.Fleets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doors := []struct {
+		name  string
+		fleet func(ns string) typed[*fleetv1.Fleet, *fleetv1.FleetList]
+	}{
+		{"inprocess", func(ns string) typed[*fleetv1.Fleet, *fleetv1.FleetList] { return inV1.Namespace(ns) }},
+		{"http", func(ns string) typed[*fleetv1.Fleet, *fleetv1.FleetList] {
+			return httpTyped[*fleetv1.Fleet, *fleetv1.FleetList](t, s, scheme, fleetapi.Fleets, ns, rest.NoWarnings{})
+		}},
+	}
+	fleet := func(name string, replicas int32) *fleetv1.Fleet {
+		return &fleetv1.Fleet{ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: "probe-"}, Spec: fleetv1.FleetSpec{Replicas: replicas}}
+	}
+	const denied = `admission webhook "equivalent.fleet.example.com" denied the request: size 6 over 5 (object fleet.example.com/v1alpha1, kind v1alpha1, request kind v1)`
+	probes := doors[1].fleet(a.namespace(t, map[string]string{"match": "Equivalent"}))
+	eventually(t, "fleet webhook in effect", func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, fleet("", 6), metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), denied), err
+	})
+	for _, d := range doors {
+		t.Run(d.name, func(t *testing.T) {
+			_, err := d.fleet(a.namespace(t, map[string]string{"match": "Equivalent"})).Create(t.Context(), fleet("six", 6), metav1.CreateOptions{})
+			requireStatus(t, err, http.StatusForbidden, denied)
+			exact := a.namespace(t, map[string]string{"match": "Exact"})
+			if _, err := d.fleet(exact).Create(t.Context(), fleet("six", 6), metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create in v1 with a v1alpha1 webhook of matchPolicy Exact: %v", err)
+			}
+			if n := hook.callsTo("/fleet", exact); n != 0 {
+				t.Errorf("matchPolicy Exact webhook called %d times for a v1 write", n)
+			}
+		})
+	}
 }
