@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/customapi/customapi/pkg/admission"
@@ -113,11 +114,18 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	if len(disabled) == len(admission.PluginNames()) {
 		return nil, nil
 	}
-	client, err := kubernetes.NewForConfig(gc.LoopbackClientConfig)
+	// HTTP/1.1: at shutdown the HTTP server closes an idle HTTP/1.1
+	// connection at once, where it keeps an HTTP/2 one a second after its
+	// GOAWAY for the client to close (golang.org/x/net/http2's
+	// goAwayTimeout), which the informers' client does not: every stop of
+	// the server took a second longer.
+	loopback := rest.CopyConfig(gc.LoopbackClientConfig)
+	loopback.NextProtos = []string{"http/1.1"}
+	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(gc.LoopbackClientConfig)
+	dyn, err := dynamic.NewForConfig(loopback)
 	if err != nil {
 		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
 	}
