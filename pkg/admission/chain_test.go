@@ -2,13 +2,19 @@ package admission_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +37,7 @@ import (
 	"k8s.io/client-go/openapi"
 
 	"github.com/customapi/customapi/pkg/admission"
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -297,13 +304,15 @@ plugins:
 }
 
 // TestStaticManifests: a ValidatingAdmissionPolicy and binding read from
-// the config file's staticManifestsDir (KEP-5793) deny a matched create
-// with the policy's message and admit the others; a manifest that the
-// declarations refuse, or of a kind not declared, fails New naming it.
+// the config file's staticManifestsDir (KEP-5793), defaulted and validated
+// by the batteries' declarations, deny a matched create with the policy's
+// message and admit the others; a manifest that the declarations refuse
+// (declarations of the test's own), or of a kind not declared, fails New
+// naming it.
 func TestStaticManifests(t *testing.T) {
 	c, start := fakeConfig(t)
 	c.ConfigFile = staticConfig(t, map[string]string{"policy.yaml": staticPolicy})
-	c.Resources = vapDeclarations()
+	c.Resources = batteries.Admission()
 	chain, err := admission.New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -366,3 +375,95 @@ func TestExcludedResources(t *testing.T) {
 }
 
 var _ authorizer.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+
+// TestStaticWebhook: a ValidatingWebhookConfiguration read from the
+// ValidatingAdmissionWebhook plugin's staticManifestsDir, defaulted and
+// validated by the batteries' declarations, calls its webhook (by url)
+// and its denial is the answer; an object its rules do not match is not
+// sent.
+func TestStaticWebhook(t *testing.T) {
+	calls := make(chan string, 10)
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		calls <- review.Request.Resource.Resource
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: false,
+			Result: &metav1.Status{Code: http.StatusForbidden, Message: "static says no"}}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(review)
+	}))
+	t.Cleanup(hook.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+	manifest := `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: deny.static.k8s.io
+webhooks:
+- name: deny.customapi.example.com
+  clientConfig:
+    url: ` + hook.URL + `/validate
+    caBundle: ` + base64.StdEncoding.EncodeToString(ca) + `
+  rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["CREATE"]
+    resources: ["configmaps"]
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+`
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "webhooks")
+	if err := os.Mkdir(manifests, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(manifests, "deny.yaml"), []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(cfgFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    staticManifestsDir: `+manifests+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, start := fakeConfig(t)
+	c.ConfigFile = cfgFile
+	c.Resources = batteries.Admission()
+	chain, err := admission.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start()
+	validate := func(obj runtime.Object, kind, resource string) error {
+		gv := corev1.SchemeGroupVersion
+		attrs := k8sadmission.NewAttributesRecord(obj, nil, gv.WithKind(kind), "default", "x", gv.WithResource(resource), "",
+			k8sadmission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "someone"})
+		return chain.(k8sadmission.ValidationInterface).Validate(context.Background(), attrs, k8sadmission.NewObjectInterfacesFromScheme(scheme.Scheme))
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		last = validate(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}, "ConfigMap", "configmaps")
+		return last != nil && !strings.Contains(last.Error(), "not yet ready"), nil
+	})
+	if err != nil || !apierrors.IsForbidden(last) || !strings.Contains(last.Error(), `admission webhook "deny.customapi.example.com" denied the request: static says no`) {
+		t.Fatalf("a configmap create: %v (poll: %v), want the static webhook's 403", last, err)
+	}
+	if got := <-calls; got != "configmaps" {
+		t.Errorf("the webhook was sent %q", got)
+	}
+	if err := validate(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}, "Secret", "secrets"); err != nil {
+		t.Errorf("a secret create (not matched): %v", err)
+	}
+	select {
+	case got := <-calls:
+		t.Errorf("the webhook was called for %q", got)
+	default:
+	}
+}
