@@ -349,7 +349,8 @@ const (
 // TestAdmissionPolicies is case P1 through both doors: a
 // ValidatingAdmissionPolicy with a ConfigMap param (max "3") bound to
 // namespaces labelled env=dev denies replicas over the limit with its
-// messageExpression, then, bound with validationActions [Warn], warns; a
+// messageExpression, then, bound with validationActions [Warn], warns; one
+// with a param of a user's kind (a Custom) read through a variable; a
 // policy whose expression does not type-check shows it in its status and,
 // with failurePolicy Fail, denies; a MutatingAdmissionPolicy sets the label
 // team from the namespace's (ApplyConfiguration) and an annotation
@@ -452,6 +453,61 @@ func TestAdmissionPolicies(t *testing.T) {
 			if w := rec.since(0); len(w) != 1 || w[0] != warned {
 				t.Errorf("warnings %q, want [%q]", w, warned)
 			}
+		})
+	})
+
+	t.Run("user-params", func(t *testing.T) {
+		// Params of a user's kind (customs themselves), read through a
+		// variable.
+		userParams := map[string]string{"env": "user-params"}
+		limitsNS := a.namespace(t, nil)
+		limits := custom("limits")
+		limits.Spec.Replicas = 2
+		create(t, a.doors[0].customs(limitsNS), limits)
+		if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "custom-params"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+				ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: "test/v1", Kind: "Custom"},
+				MatchConstraints: customsMatch,
+				Variables:        []admissionregistrationv1.Variable{{Name: "max", Expression: "params.spec.replicas"}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression:        "object.spec.replicas <= variables.max",
+					MessageExpression: "'replicas must be at most ' + string(variables.max) + ' (custom ' + params.metadata.name + ')'",
+				}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "custom-params"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: "custom-params",
+				ParamRef: &admissionregistrationv1.ParamRef{
+					Name: "limits", Namespace: limitsNS,
+					ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+				},
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(userParams)},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const deniedByCustom = "ValidatingAdmissionPolicy 'custom-params' with binding 'custom-params' denied request: replicas must be at most 2 (custom limits)"
+		userProbes := a.doors[1].customs(a.namespace(t, userParams))
+		eventually(t, "policy with custom params in effect", func(ctx context.Context) (bool, error) {
+			_, err := userProbes.Create(ctx, probe(3, ""), metav1.CreateOptions{})
+			return err != nil && strings.Contains(err.Error(), deniedByCustom), err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, userParams))
+			over := custom("three")
+			over.Spec.Replicas = 3
+			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
+			requireStatus(t, err, http.StatusUnprocessableEntity, deniedByCustom)
+			at := custom("two")
+			at.Spec.Replicas = 2
+			create(t, c, at)
 		})
 	})
 
