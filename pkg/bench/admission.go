@@ -181,8 +181,10 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 		}
 		workload := "create admission=" + mode
 		reviews0 := make([]int64, len(runners))
-		for i := range runners {
+		plugins0 := make([]map[string]pluginTime, len(runners))
+		for i, r := range runners {
 			reviews0[i] = hook.count(strconv.Itoa(i))
+			plugins0[i] = admissionPluginTimes(ctx, r.target)
 		}
 		res, err := inRounds(ctx, all, workload, admissionWorkers, cfg.Creates, cfg.Rounds, admissionBatch(mode))
 		if etcd != nil {
@@ -195,6 +197,7 @@ func runAdmission(ctx context.Context, cfg Config, modes []string, open []*openT
 				if installs[i].webhook != nil {
 					res[i].Notes += fmt.Sprintf("; the webhook answered %d reviews", hook.count(strconv.Itoa(i))-reviews0[i])
 				}
+				res[i].Notes += pluginNotes(plugins0[i], admissionPluginTimes(ctx, runners[i].target))
 				*rows[i] = append(*rows[i], res[i])
 			}
 		}
@@ -531,4 +534,110 @@ func selfSignedCert() (tls.Certificate, []byte, error) {
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
 	return cert, certPEM, err
+}
+
+// validatingPlugins are the dynamic validating plugins whose time the
+// admission rows report, from the server's metrics.
+var validatingPlugins = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
+
+// pluginTime is a plugin's accumulated time and calls on CREATE.
+type pluginTime struct {
+	seconds float64
+	calls   float64
+}
+
+// metricsReader is a target whose server's /metrics it can read.
+type metricsReader interface {
+	metricsText(ctx context.Context) (string, error)
+}
+
+func (t *httpTarget) metricsText(ctx context.Context) (string, error) {
+	return t.getBody(ctx, "/metrics")
+}
+
+func (t *inprocessTarget) metricsText(ctx context.Context) (string, error) {
+	if t.served == nil {
+		return "", errors.New("no server")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.served.base+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := t.served.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return string(body), nil
+}
+
+// admissionPluginTimes reads, from the target's server, the time and
+// calls of each validating plugin on CREATE so far (upstream's
+// apiserver_admission_controller_admission_duration_seconds, which wraps
+// every plugin of the chain: the time spent in the plugin, matching
+// included); nil when the server's metrics cannot be read.
+func admissionPluginTimes(ctx context.Context, t Target) map[string]pluginTime {
+	m, ok := t.(metricsReader)
+	if !ok {
+		return nil
+	}
+	text, err := m.metricsText(ctx)
+	if err != nil {
+		return nil
+	}
+	const metric = "apiserver_admission_controller_admission_duration_seconds"
+	out := map[string]pluginTime{}
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, metric+"_")
+		if !ok || !strings.Contains(rest, `operation="CREATE"`) || !strings.Contains(rest, `type="validate"`) {
+			continue
+		}
+		for _, name := range validatingPlugins {
+			if !strings.Contains(rest, `name="`+name+`"`) {
+				continue
+			}
+			f := strings.Fields(rest)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				continue
+			}
+			pt := out[name]
+			switch {
+			case strings.HasPrefix(rest, "sum{"):
+				pt.seconds += v
+			case strings.HasPrefix(rest, "count{"):
+				pt.calls += v
+			}
+			out[name] = pt
+		}
+	}
+	return out
+}
+
+// pluginNotes says how long each validating plugin took per create in
+// the server between two readings of its metrics ("" without them).
+func pluginNotes(before, after map[string]pluginTime) string {
+	if before == nil || after == nil {
+		return ""
+	}
+	var parts []string
+	for _, name := range validatingPlugins {
+		calls := after[name].calls - before[name].calls
+		if calls <= 0 {
+			continue
+		}
+		mean := time.Duration((after[name].seconds - before[name].seconds) / calls * float64(time.Second))
+		parts = append(parts, fmt.Sprintf("%s %s", name, dur(mean)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; in the server, mean per create: " + strings.Join(parts, ", ")
 }
