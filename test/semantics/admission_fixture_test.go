@@ -124,7 +124,8 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 //
 //   - /validate denies a custom whose spec.message contains "forbidden"
 //     (status code 403, message denyMessage) and allows everything else;
-//   - /mutate adds the label mutated=true with a JSONPatch;
+//   - /mutate adds the label mutated=true with a JSONPatch, /second the
+//     label second=true;
 //   - /allow and /big allow everything (for counting calls);
 //   - /fleet denies a fleet whose spec.size is over 5, naming the
 //     apiVersion of the object it was sent and the request's kind;
@@ -204,12 +205,13 @@ func (w *webhookServer) serve(rw http.ResponseWriter, r *http.Request) {
 			resp.Allowed = false
 			resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: denyMessage}
 		}
-	case "/mutate":
+	case "/mutate", "/second":
+		label := map[string]string{"/mutate": "mutated", "/second": "second"}[r.URL.Path]
 		var obj metav1.PartialObjectMetadata
 		_ = json.Unmarshal(req.Object.Raw, &obj)
-		patch := `[{"op":"add","path":"/metadata/labels/mutated","value":"true"}]`
+		patch := `[{"op":"add","path":"/metadata/labels/` + label + `","value":"true"}]`
 		if obj.Labels == nil {
-			patch = `[{"op":"add","path":"/metadata/labels","value":{"mutated":"true"}}]`
+			patch = `[{"op":"add","path":"/metadata/labels","value":{"` + label + `":"true"}}]`
 		}
 		resp.Patch = []byte(patch)
 		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)

@@ -2,7 +2,7 @@ package semantics_test
 
 // Admission through both doors (issue 19): webhooks (case W1), validating
 // and mutating admission policies (case P1), a webhook's matchPolicy across
-// a kind's versions, and the namespace lifecycle
+// a kind's versions, reinvocation, and the namespace lifecycle
 // as a plugin of the chain. Each test has a server of its own: webhooks and
 // policies are server-wide.
 
@@ -727,4 +727,46 @@ func TestAdmissionMatchPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdmissionReinvocation: a mutating webhook with reinvocationPolicy
+// IfNeeded is called again when a later mutating webhook changed the
+// object (kube's reinvocation), once with Never, through both doors; the
+// object carries both labels.
+func TestAdmissionReinvocation(t *testing.T) {
+	a := startAdmissionServer(t, nil)
+	hook := startWebhookServer(t)
+	regs := a.kube.AdmissionregistrationV1()
+	for _, policy := range []admissionregistrationv1.ReinvocationPolicyType{admissionregistrationv1.IfNeededReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy} {
+		sel := map[string]string{"reinvoke": string(policy)}
+		first := mutatingWebhook("first.test.example.com", hook, "/mutate", sel, admissionregistrationv1.Fail)
+		first.ReinvocationPolicy = ptr.To(policy)
+		second := mutatingWebhook("second.test.example.com", hook, "/second", sel, admissionregistrationv1.Fail)
+		if _, err := regs.MutatingWebhookConfigurations().Create(t.Context(), &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "reinvoke-" + strings.ToLower(string(policy))},
+			Webhooks:   []admissionregistrationv1.MutatingWebhook{first, second},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		probes := a.doors[1].customs(a.namespace(t, sel))
+		eventually(t, "webhooks of "+string(policy)+" in effect", func(ctx context.Context) (bool, error) {
+			out, err := probes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
+			return err == nil && out.Labels["mutated"] == "true" && out.Labels["second"] == "true", err
+		})
+	}
+	forDoors(t, a.doors, func(t *testing.T, d door) {
+		for policy, calls := range map[admissionregistrationv1.ReinvocationPolicyType]int{
+			admissionregistrationv1.IfNeededReinvocationPolicy: 2,
+			admissionregistrationv1.NeverReinvocationPolicy:    1,
+		} {
+			ns := a.namespace(t, map[string]string{"reinvoke": string(policy)})
+			out := create(t, d.customs(ns), custom("c"))
+			if out.Labels["mutated"] != "true" || out.Labels["second"] != "true" {
+				t.Errorf("%s: labels %v, want mutated and second", policy, out.Labels)
+			}
+			if n, m := hook.callsTo("/mutate", ns), hook.callsTo("/second", ns); n != calls || m != 1 {
+				t.Errorf("%s: first webhook called %d times, second %d, want %d and 1", policy, n, m, calls)
+			}
+		}
+	})
 }
