@@ -76,7 +76,8 @@ func generatedCustomYAML(replicas int, message string) string {
 // kubectl denies `kubectl create` over the limit with the policy's message
 // and, bound with [Warn], lets it through printing "Warning: ..."; a
 // validating webhook's denial (a TLS webhook server in the test) reaches
-// kubectl with the webhook's message.
+// kubectl with the webhook's message and, with the webhook down, its
+// name ("failed calling webhook").
 func TestKubectlAdmission(t *testing.T) {
 	kubectlPath(t)
 	srv := sharedServer(t)
@@ -151,7 +152,15 @@ webhooks:
 				`(?m)^Error from server( \(Forbidden\))?: error when creating "STDIN": admission webhook "deny.e2e.example.com" denied the request: spec.message must not contain "forbidden"$`,
 			}},
 			{args: []string{"create", "-f", "-"}, stdin: customYAML("good", 1, "fine"), equal: "custom.test/good created"},
-			{args: []string{"delete", "validatingwebhookconfiguration", "deny-{ns}"}, stdout: []string{`deleted`}},
+		}, check: func(t *testing.T, k kubectl) {
+			// The webhook down (failurePolicy Fail): kubectl names it;
+			// the configuration can still be deleted.
+			hook.Close()
+			res := k.runStdin(t, customYAML("down", 1, "fine"), "create", "-f", "-")
+			if res.Code != 1 || !strings.Contains(res.Stderr, `failed calling webhook "deny.e2e.example.com"`) {
+				t.Errorf("create with the webhook down: want exit code 1 naming the webhook\n%s", res)
+			}
+			k.mustRun(t, "delete", "validatingwebhookconfiguration", "deny-"+k.namespace)
 		}},
 	})
 }
