@@ -119,7 +119,9 @@ func (c *admissionChain) compose() error {
 	if c.dynamic != nil {
 		plugins = append(plugins, c.dynamic)
 	}
-	var chain admission.Interface = admission.NewChainHandler(plugins...)
+	// Step metrics (apiserver_admission_step_admission_duration_seconds)
+	// over the whole chain, as kube-apiserver records them, for both doors.
+	chain := admissionmetrics.WithStepMetrics(admission.NewChainHandler(plugins...))
 	c.current.Store(&chain)
 	return nil
 }

@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -122,10 +124,14 @@ func RESTMapper(resources []resource.Resource) meta.RESTMapper {
 	return m
 }
 
-// Run watches the policies and writes their status until ctx ends.
+// Run watches the policies and writes their status until ctx ends. Its
+// requests are the server's own: they carry the user system:apiserver (in
+// system:masters, kube-apiserver's loopback identity) in their audit
+// events and admission attributes, as the RBAC loops' do.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(ControllerName)
 	ctx = klog.NewContext(ctx, logger)
+	ctx = genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}})
 	informer := cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.policies.List(ctx, opts)
