@@ -2,14 +2,19 @@ package semantics_test
 
 // Admission through both doors (issue 19): webhooks (case W1), validating
 // and mutating admission policies (case P1), a webhook's matchPolicy across
-// a kind's versions, reinvocation, and the namespace lifecycle
+// a kind's versions, reinvocation, a policy's audit annotations, and the
+// namespace lifecycle
 // as a plugin of the chain. Each test has a server of its own: webhooks and
 // policies are server-wide.
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -767,6 +773,113 @@ func TestAdmissionReinvocation(t *testing.T) {
 			if n, m := hook.callsTo("/mutate", ns), hook.callsTo("/second", ns); n != calls || m != 1 {
 				t.Errorf("%s: first webhook called %d times, second %d, want %d and 1", policy, n, m, calls)
 			}
+		}
+	})
+}
+
+// admissionAuditPolicy logs customs at level Metadata, nothing else.
+const admissionAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  resources:
+  - group: test
+    resources: [customs]
+- level: None
+`
+
+// TestAdmissionAudit: a ValidatingAdmissionPolicy bound with
+// validationActions [Audit] lets a failing write through and records the
+// failure (validation.policy.admission.k8s.io/validation_failure) and its
+// auditAnnotations (<policy>/<key>) in the write's audit event, through
+// both doors.
+func TestAdmissionAudit(t *testing.T) {
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(admissionAuditPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "audit.log")
+	a := startAdmissionServer(t, func(o *server.Options) {
+		o.Audit.PolicyFile = policyFile
+		o.Audit.LogOptions.Path = logPath
+	})
+	ctx := t.Context()
+	regs := a.kube.AdmissionregistrationV1()
+	if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "audit-limit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: customsRules()[0],
+			}}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= 3", Message: "too many replicas"}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "replicas", ValueExpression: "string(object.spec.replicas)"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	auditOn := map[string]string{"audit": "on"}
+	if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "audit-limit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        "audit-limit",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(auditOn)},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// annotations returns the annotations of the ResponseComplete events of
+	// the creates of customs in ns, by name.
+	annotations := func(ns string) (map[string]map[string]string, error) {
+		data, err := os.ReadFile(logPath)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]map[string]string{}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var ev auditv1.Event
+			if line == "" || json.Unmarshal([]byte(line), &ev) != nil {
+				continue
+			}
+			if ev.Verb == "create" && ev.Stage == auditv1.StageResponseComplete && ev.ObjectRef != nil && ev.ObjectRef.Namespace == ns {
+				out[ev.ObjectRef.Name] = ev.Annotations
+			}
+		}
+		return out, nil
+	}
+	const failureKey = "validation.policy.admission.k8s.io/validation_failure"
+	probeNS := a.namespace(t, auditOn)
+	probes := a.doors[1].customs(probeNS)
+	eventually(t, "audit binding in effect", func(ctx context.Context) (bool, error) {
+		if _, err := probes.Create(ctx, probe(5, ""), metav1.CreateOptions{}); err != nil {
+			return false, err
+		}
+		events, err := annotations(probeNS)
+		for _, an := range events {
+			if an[failureKey] != "" {
+				return true, nil
+			}
+		}
+		return false, errors.Join(err, fmt.Errorf("annotations %v", events))
+	})
+	forDoors(t, a.doors, func(t *testing.T, d door) {
+		ns := a.namespace(t, auditOn)
+		over := custom("five")
+		over.Spec.Replicas = 5
+		create(t, d.customs(ns), over)
+		var got map[string]string
+		eventually(t, "audit event", func(context.Context) (bool, error) {
+			events, err := annotations(ns)
+			got = events["five"]
+			return got != nil, err
+		})
+		if f := got[failureKey]; !strings.Contains(f, `"audit-limit"`) || !strings.Contains(f, "too many replicas") {
+			t.Errorf("%s = %q, want the policy and its message", failureKey, f)
+		}
+		if v := got["audit-limit/replicas"]; v != "5" {
+			t.Errorf("audit-limit/replicas = %q, want 5 (annotations %v)", v, got)
 		}
 	})
 }
