@@ -3,9 +3,8 @@ package semantics_test
 // Admission through both doors (issue 19): webhooks (case W1), validating
 // and mutating admission policies (case P1), a webhook's matchPolicy across
 // a kind's versions, reinvocation, a policy's audit annotations, and the
-// namespace lifecycle
-// as a plugin of the chain. Each test has a server of its own: webhooks and
-// policies are server-wide.
+// namespace lifecycle as a plugin of the chain. Each test has a server of
+// its own: webhooks and policies are server-wide.
 
 import (
 	"context"
