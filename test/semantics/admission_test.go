@@ -354,8 +354,9 @@ const (
 // TestAdmissionPolicies is case P1 through both doors: a
 // ValidatingAdmissionPolicy with a ConfigMap param (max "3") bound to
 // namespaces labelled env=dev denies replicas over the limit with its
-// messageExpression, then, bound with validationActions [Warn], warns; one
-// with a param of a user's kind (a Custom) read through a variable; a
+// messageExpression, then, bound with validationActions [Warn], warns; a
+// binding selecting several params must pass them all; a policy with a
+// param of a user's kind (a Custom) read through a variable; a
 // policy whose expression does not type-check shows it in its status and,
 // with failurePolicy Fail, denies; a MutatingAdmissionPolicy sets the label
 // team from the namespace's (ApplyConfiguration) and an annotation
@@ -458,6 +459,50 @@ func TestAdmissionPolicies(t *testing.T) {
 			if w := rec.since(0); len(w) != 1 || w[0] != warned {
 				t.Errorf("warnings %q, want [%q]", w, warned)
 			}
+		})
+	})
+
+	t.Run("param-selector", func(t *testing.T) {
+		// A binding whose paramRef selects several config maps: each is
+		// a param, the write must pass all of them.
+		selNS := a.namespace(t, nil)
+		for name, max := range map[string]string{"loose": "5", "strict": "2"} {
+			if _, err := a.kube.CoreV1().ConfigMaps(selNS).Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"limits": "team"}}, Data: map[string]string{"max": max},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bySelector := map[string]string{"env": "selector"}
+		if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "replicas-limit-selector"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName: limitPolicy,
+				ParamRef: &admissionregistrationv1.ParamRef{
+					Namespace: selNS, Selector: selector(map[string]string{"limits": "team"}),
+					ParameterNotFoundAction: ptr.To(admissionregistrationv1.DenyAction),
+				},
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(bySelector)},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const deniedBySelector = "ValidatingAdmissionPolicy '" + limitPolicy + "' with binding 'replicas-limit-selector' denied request: replicas must be at most 2"
+		selProbes := a.doors[1].customs(a.namespace(t, bySelector))
+		eventually(t, "binding with a param selector in effect", func(ctx context.Context) (bool, error) {
+			_, err := selProbes.Create(ctx, probe(3, ""), metav1.CreateOptions{})
+			return err != nil && strings.Contains(err.Error(), deniedBySelector), err
+		})
+		forDoors(t, a.doors, func(t *testing.T, d door) {
+			c := d.customs(a.namespace(t, bySelector))
+			over := custom("three")
+			over.Spec.Replicas = 3
+			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
+			requireStatus(t, err, http.StatusUnprocessableEntity, deniedBySelector)
+			at := custom("two")
+			at.Spec.Replicas = 2
+			create(t, c, at)
 		})
 	})
 
