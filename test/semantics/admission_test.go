@@ -2,9 +2,10 @@ package semantics_test
 
 // Admission through both doors (issue 19): webhooks (case W1), validating
 // and mutating admission policies (case P1), a webhook's matchPolicy across
-// a kind's versions, reinvocation, a policy's audit annotations, and the
-// namespace lifecycle as a plugin of the chain. Each test has a server of
-// its own: webhooks and policies are server-wide.
+// a kind's versions, reinvocation, a policy's audit annotations and its
+// authorizer checks, and the namespace lifecycle as a plugin of the chain.
+// Each test has a server of its own: webhooks and policies are
+// server-wide.
 
 import (
 	"context"
@@ -20,15 +21,21 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	fleetv1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1"
 	"github.com/customapi/customapi/examples/fleet/fleetapi"
+	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
@@ -925,5 +932,99 @@ func TestAdmissionAudit(t *testing.T) {
 		if v := got["audit-limit/replicas"]; v != "5" {
 			t.Errorf("audit-limit/replicas = %q, want 5 (annotations %v)", v, got)
 		}
+	})
+}
+
+// TestAdmissionAuthorizer: a ValidatingAdmissionPolicy using the CEL
+// authorizer library asks the server's authorizer (RBAC) about the
+// request's user, through both doors: alice, who may create customs but
+// not delete them, is denied; the admin, and the in-process door without a
+// user (system:apiserver), are allowed.
+func TestAdmissionAuthorizer(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice-uid\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startAdmissionServer(t, func(o *server.Options) {
+		o.Authorization.Mode = server.AuthorizationRBAC
+		o.Authentication.TokenAuthFile = tokens
+	})
+	ctx := t.Context()
+	authzOn := map[string]string{"authz": "on"}
+	ns := a.namespace(t, authzOn)
+	if _, err := a.kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "customs-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"test"}, Resources: []string{"customs"}, Verbs: []string{"create", "get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "customs-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	regs := a.kube.AdmissionregistrationV1()
+	if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deleters-only"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: customsRules()[0],
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression:        "authorizer.group('test').resource('customs').namespace(object.metadata.namespace).check('delete').allowed()",
+				MessageExpression: "request.userInfo.username + ' may not delete customs, so may not create them'",
+			}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deleters-only"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        "deleters-only",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources:    &admissionregistrationv1.MatchResources{NamespaceSelector: selector(authzOn)},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const denied = "ValidatingAdmissionPolicy 'deleters-only' with binding 'deleters-only' denied request: alice may not delete customs, so may not create them"
+	aliceCfg := rest.CopyConfig(a.srv.Config)
+	aliceCfg.BearerToken = "alice-token"
+	aliceHTTP, err := dynamic.NewForConfig(aliceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	customsGVR := install.Customs.GroupVersionResource()
+	obj := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "test/v1", "kind": "Custom",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"replicas": int64(1)},
+		}}
+		if name == "" {
+			u.SetGenerateName("probe-")
+		}
+		return u
+	}
+	// Until RBAC and the policy take effect.
+	eventually(t, "policy denying alice", func(ctx context.Context) (bool, error) {
+		_, err := aliceHTTP.Resource(customsGVR).Namespace(ns).Create(ctx, obj(""), metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), denied), err
+	})
+	alice := genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: "alice", UID: "alice-uid", Groups: []string{user.AllAuthenticated}})
+	t.Run("inprocess", func(t *testing.T) {
+		c := a.doors[0].customs(ns)
+		_, err := c.Create(alice, custom("by-alice-inprocess"), metav1.CreateOptions{})
+		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		create(t, c, custom("by-the-apiserver"))
+	})
+	t.Run("http", func(t *testing.T) {
+		_, err := aliceHTTP.Resource(customsGVR).Namespace(ns).Create(ctx, obj("by-alice-http"), metav1.CreateOptions{})
+		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		create(t, a.doors[1].customs(ns), custom("by-the-admin"))
 	})
 }
