@@ -10,7 +10,10 @@
 // target and yields a Result row; WriteTable and WriteJSON print them with
 // ratios against raw etcd. Create, get and update alternate the targets in
 // rounds (Config.Rounds), and their ratio is the median of the per-round
-// ratios, with its range.
+// ratios, with its range. Config.Admission adds create workloads under
+// admission (a matched validating webhook served by the bench process, a
+// ValidatingAdmissionPolicy, a webhook matching another resource) on the
+// targets that serve admissionregistration.k8s.io (admission.go).
 //
 // Figures depend on the machine and on what else runs on it: compare rows of
 // one run, not runs of different days.
