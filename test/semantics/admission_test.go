@@ -3,9 +3,9 @@ package semantics_test
 // Admission through both doors (issue 19): webhooks (case W1), validating
 // and mutating admission policies (case P1), a webhook's matchPolicy across
 // a kind's versions, reinvocation, a policy's audit annotations and its
-// authorizer checks, and the namespace lifecycle as a plugin of the chain.
-// Each test has a server of its own: webhooks and policies are
-// server-wide.
+// authorizer checks, static manifests, and the namespace lifecycle as a
+// plugin of the chain. Each test has a server of its own: webhooks and
+// policies are server-wide.
 
 import (
 	"context"
@@ -1027,4 +1027,86 @@ func TestAdmissionAuthorizer(t *testing.T) {
 		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
 		create(t, a.doors[1].customs(ns), custom("by-the-admin"))
 	})
+}
+
+// staticPolicy is a static manifest (KEP-5793): a policy requiring an
+// owner label on customs in namespaces labelled static=on, and its
+// binding.
+const staticPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: owner-label.static.k8s.io
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["test"]
+      apiVersions: ["*"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["customs"]
+  validations:
+  - expression: "has(object.metadata.labels) && 'owner' in object.metadata.labels"
+    message: "every custom needs an owner label"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: owner-label.static.k8s.io
+spec:
+  policyName: owner-label.static.k8s.io
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {static: "on"}
+`
+
+// TestAdmissionStaticManifests: a policy loaded from the
+// staticManifestsDir of --admission-control-config-file is in effect from
+// the start through both doors, and is no API object (not listed, cannot
+// be deleted).
+func TestAdmissionStaticManifests(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "policies")
+	if err := os.Mkdir(manifests, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(manifests, "owner-label.yaml"), []byte(staticPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionPolicy
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ValidatingAdmissionPolicyConfiguration
+    staticManifestsDir: `+manifests+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startAdmissionServer(t, func(o *server.Options) { o.Admission.ConfigFile = config })
+	const denied = "ValidatingAdmissionPolicy 'owner-label.static.k8s.io' with binding 'owner-label.static.k8s.io' denied request: every custom needs an owner label"
+	probes := a.doors[1].customs(a.namespace(t, map[string]string{"static": "on"}))
+	eventually(t, "static policy in effect", func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), denied), err
+	})
+	forDoors(t, a.doors, func(t *testing.T, d door) {
+		c := d.customs(a.namespace(t, map[string]string{"static": "on"}))
+		_, err := c.Create(t.Context(), custom("anonymous"), metav1.CreateOptions{})
+		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		owned := custom("owned")
+		owned.Labels = map[string]string{"owner": "me"}
+		create(t, c, owned)
+		create(t, d.customs(a.namespace(t, nil)), custom("elsewhere"))
+	})
+	regs := a.kube.AdmissionregistrationV1()
+	list, err := regs.ValidatingAdmissionPolicies().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("listed policies %d, want none (static policies are no API objects)", len(list.Items))
+	}
+	err = regs.ValidatingAdmissionPolicies().Delete(t.Context(), "owner-label.static.k8s.io", metav1.DeleteOptions{})
+	requireReason(t, err, metav1.StatusReasonNotFound)
 }
