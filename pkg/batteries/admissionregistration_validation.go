@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/customapi/customapi/pkg/resource"
 )
 
 var (
@@ -405,7 +406,7 @@ func validateMatchResources(m *admissionregistrationv1.MatchResources, p *field.
 			rp := p.Child(set.name).Index(i)
 			names := sets.New[string]()
 			for j, n := range rules[i].ResourceNames {
-				for _, msg := range path.ValidatePathSegmentName(n, false) {
+				for _, msg := range resource.PathSegmentName(n) {
 					errs = append(errs, field.Invalid(rp.Child("resourceNames").Index(j), n, msg))
 				}
 				if names.Has(n) {
@@ -593,7 +594,7 @@ func validateParamRef(pr *admissionregistrationv1.ParamRef, p *field.Path) field
 	}
 	var errs field.ErrorList
 	if pr.Name != "" {
-		for _, msg := range path.ValidatePathSegmentName(pr.Name, false) {
+		for _, msg := range resource.PathSegmentName(pr.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), pr.Name, msg))
 		}
 		if pr.Selector != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,15 +177,6 @@ func (r *mainREST) DeleteCollection(ctx context.Context, deleteValidation rest.V
 }
 
 var _ rest.StandardStorage = &mainREST{}
-
-// nameOf returns obj's metadata.name ("" when obj has no metadata or only
-// a generateName), for errors.
-func nameOf(obj runtime.Object) string {
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetName()
-	}
-	return ""
-}
 
 // statusREST is the status subresource: get, update and patch only.
 type statusREST struct {

@@ -65,7 +65,7 @@ type Resource struct {
 	// (a DNS-1123 subdomain, as most kube resources): it returns why name
 	// is invalid (prefix: name is a generateName prefix), nothing when it
 	// is valid; for example RBAC's path-segment names ("system:basic-user"),
-	// k8s.io/apimachinery/pkg/api/validation/path.ValidatePathSegmentName.
+	// PathSegmentName.
 	ValidateName func(name string, prefix bool) []string
 	// Admit, if set, decides whether a create (old nil) or an update (old is
 	// the stored object) of the main resource may be stored: it runs after

@@ -3,13 +3,14 @@ package rbacapi
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	genericvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/customapi/customapi/pkg/resource"
 )
 
 // The validation of kube-apiserver's pkg/apis/rbac/validation on the v1 types: rules need verbs; resource rules
@@ -108,7 +109,7 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	if ref.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	} else {
-		for _, msg := range pathSegmentName(ref.Name) {
+		for _, msg := range resource.PathSegmentName(ref.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, msg))
 		}
 	}
@@ -118,24 +119,9 @@ func validateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 	return errs
 }
 
-// pathSegmentName returns why name cannot be a URL path segment (kube's ValidatePathSegmentName, which RBAC
-// applies to role names): ".", "..", or containing "/" or "%".
-func pathSegmentName(name string) []string {
-	if name == "." || name == ".." {
-		return []string{fmt.Sprintf("may not be '%s'", name)}
-	}
-	var msgs []string
-	for _, bad := range []string{"/", "%"} {
-		if strings.Contains(name, bad) {
-			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", bad))
-		}
-	}
-	return msgs
-}
-
 // validateRBACName is the name rule of the four RBAC kinds: a path segment (kube's ValidateRBACName), so
 // "system:basic-user" is a valid name.
-func validateRBACName(name string, _ bool) []string { return pathSegmentName(name) }
+func validateRBACName(name string, _ bool) []string { return resource.PathSegmentName(name) }
 
 func validateSubject(s rbacv1.Subject, namespaced bool, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
