@@ -145,6 +145,9 @@ type Config struct {
 	// as kube-apiserver defaults and validates manifests with its own
 	// scheme. A static manifest of a kind not declared here is refused.
 	Resources []resource.Resource
+	// Readiness, if set, is told the readiness of each plugin New builds
+	// (see Readiness), for a server's /readyz.
+	Readiness *Readiness
 }
 
 // configScheme decodes the admission configuration file, as
@@ -219,7 +222,7 @@ func New(c Config) (admission.Interface, error) {
 	// the informers, the webhook initializer last.
 	inits := admission.PluginInitializers{
 		initializer.NewAPIServerIDInitializer(c.APIServerID),
-		customInitializer{excluded: ExcludedResources(), loaders: manifestLoaders(c.Resources)},
+		customInitializer{excluded: ExcludedResources(), loaders: manifestLoaders(c.Resources), ready: c.Readiness},
 		initializer.New(c.Client, c.Dynamic, c.Informers, c.Authorizer, gates, c.EffectiveVersion, c.Drained, c.RESTMapper),
 		webhookinit.NewPluginInitializer(c.AuthInfoResolverWrapper, c.ServiceResolver),
 	}
@@ -237,6 +240,7 @@ func New(c Config) (admission.Interface, error) {
 type customInitializer struct {
 	excluded []schema.GroupResource
 	loaders  *initializer.ManifestLoaders
+	ready    *Readiness // nil: not asked
 }
 
 // Initialize implements admission.PluginInitializer.
@@ -247,6 +251,37 @@ func (i customInitializer) Initialize(plugin admission.Interface) {
 	if wants, ok := plugin.(initializer.WantsManifestLoaders); ok {
 		wants.SetManifestLoaders(i.loaders)
 	}
+	if r, ok := plugin.(readier); ok && i.ready != nil {
+		i.ready.waits = append(i.ready.waits, r.WaitForReady)
+	}
+}
+
+// readier is what upstream's plugins embed (admission.Handler): a wait,
+// bounded at 10 s, for their sources (webhooks, compiled policies) to have
+// loaded.
+type readier interface {
+	WaitForReady() bool
+}
+
+// Readiness is whether the plugins of a chain have loaded their webhooks
+// and policies. Upstream's plugins read them from informers and then
+// compile them (the policies) in goroutines of their own: a server that
+// is stopped before they are done logs "Unable to sync caches", and a
+// request before then waits for them. A server reports ready only once
+// Wait returned true.
+type Readiness struct {
+	waits []func() bool
+}
+
+// Wait waits for every plugin (each for at most 10 s, upstream's bound)
+// and reports whether all are ready. A chain without plugins is ready.
+func (r *Readiness) Wait() bool {
+	for _, wait := range r.waits {
+		if !wait() {
+			return false
+		}
+	}
+	return true
 }
 
 // errNoDeclaration is the error of a static manifest of a kind the

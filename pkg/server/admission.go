@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	k8sadmission "k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	cacheddiscovery "k8s.io/client-go/discovery/cached/memory"
@@ -138,9 +141,29 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	// loopback client, cached, reset at start and every 30 s
 	// (options.AdmissionOptions.ApplyTo's).
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cacheddiscovery.NewMemCacheClient(client.Discovery()))
+	// The plugins' readiness: /readyz fails "admission-plugins" until
+	// every plugin has loaded its webhooks and compiled its policies
+	// (their informers synced is not enough: the policies compile in a
+	// goroutine of their own), so the server is ready only then.
+	readiness := &admission.Readiness{}
+	var pluginsReady atomic.Bool
+	gc.ReadyzChecks = append(gc.ReadyzChecks, healthz.NamedCheck("admission-plugins", func(*http.Request) error {
+		if !pluginsReady.Load() {
+			return errors.New("the admission plugins have not loaded their webhooks and policies yet")
+		}
+		return nil
+	}))
 	if err := gc.AddPostStartHook("start-apiserver-admission-initializer", func(hc genericapiserver.PostStartHookContext) error {
 		mapper.Reset()
 		go utilwait.Until(mapper.Reset, 30*time.Second, hc.Done())
+		go func() {
+			for hc.Context.Err() == nil {
+				if readiness.Wait() {
+					pluginsReady.Store(true)
+					return
+				}
+			}
+		}()
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("server: admission: %w", err)
@@ -164,6 +187,7 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 		Drained:                 gc.DrainedNotify(),
 		APIServerID:             gc.APIServerID,
 		Resources:               s.registry.Resources(),
+		Readiness:               readiness,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
