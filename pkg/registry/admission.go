@@ -26,20 +26,18 @@ import (
 // resources' own rules (RBAC's escalation check).
 const ResourceAdmitPlugin = "ResourceAdmit"
 
-// The names of the plugins of the dynamic part of the chain, in the chain's
-// order (kube-apiserver's names; k8s.io/apiserver's plugin packages).
-const (
-	MutatingAdmissionPolicyPlugin    = "MutatingAdmissionPolicy"
-	MutatingAdmissionWebhookPlugin   = "MutatingAdmissionWebhook"
-	ValidatingAdmissionPolicyPlugin  = "ValidatingAdmissionPolicy"
-	ValidatingAdmissionWebhookPlugin = "ValidatingAdmissionWebhook"
-)
+// ServerUser is the user of the program's own requests: system:apiserver
+// in system:masters, kube-apiserver's loopback identity. An in-process
+// request without a user in its context (genericapirequest.WithUser) is
+// this user to admission plugins (webhooks and policies see it as
+// request.userInfo); controllers beside the doors put it into their
+// contexts with WithServerUser so that audit names them.
+var ServerUser user.Info = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
 
-// inProcessUser is who an in-process request without a user in its context
-// (genericapirequest.WithUser) is to admission plugins: the program itself,
-// as kube-apiserver's loopback client is (system:apiserver in
-// system:masters). Webhooks and policies see it as request.userInfo.
-var inProcessUser user.Info = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+// WithServerUser returns ctx with ServerUser as its user.
+func WithServerUser(ctx context.Context) context.Context {
+	return genericapirequest.WithUser(ctx, ServerUser)
+}
 
 // admissionChain is the registry's one admission chain, which both doors
 // call: the HTTP server installs it as its AdmissionControl
@@ -226,7 +224,7 @@ type admissionRequest struct {
 func (s *Store) newAdmissionRequest(ctx context.Context, ns, name, sub string, dryRun []string) admissionRequest {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
-		u = inProcessUser
+		u = ServerUser
 	}
 	ns = s.expectedNamespace(ns)
 	if ns == "" && s.res.GroupVersionResource() == namespacesGVR {

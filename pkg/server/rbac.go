@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apiserver/pkg/authentication/user"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
+	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -57,11 +56,9 @@ func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) e
 	})
 }
 
-// asServer returns ctx with the user of the server's own work:
-// system:apiserver in system:masters, kube-apiserver's loopback identity.
-func asServer(ctx context.Context) context.Context {
-	return genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}})
-}
+// asServer returns ctx with the user of the server's own work
+// (registry.ServerUser: system:apiserver in system:masters).
+func asServer(ctx context.Context) context.Context { return registry.WithServerUser(ctx) }
 
 // newRBAC returns the RBAC API of a server whose modes list RBAC, and the
 // resources to serve with it; nil and resources unchanged otherwise.

@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -131,7 +129,7 @@ func RESTMapper(resources []resource.Resource) meta.RESTMapper {
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName(ControllerName)
 	ctx = klog.NewContext(ctx, logger)
-	ctx = genericapirequest.WithUser(ctx, &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}})
+	ctx = registry.WithServerUser(ctx)
 	informer := cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.policies.List(ctx, opts)
