@@ -23,6 +23,8 @@ func newServeCommand(cfg Config) *cobra.Command {
 	opts.DataDir = cfg.dataDir()
 	// The command's default is RBAC, where the library's is AlwaysAllow.
 	opts.Authorization.Mode = server.AuthorizationRBAC
+	// And it serves CustomResourceDefinitions beside the Go types.
+	opts.CustomResourceDefinitions = true
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries

@@ -67,6 +67,13 @@ type Config struct {
 	// "NamespaceLifecycle" to allow creates in namespaces that do not
 	// exist. ResourceAdmit cannot be disabled (Open fails).
 	DisableAdmissionPlugins []string
+	// CustomResources, when set, are objects served beside the registry's
+	// stores by the server that serves the registry (the custom resources
+	// of its CustomResourceDefinitions): the controllers that act on every
+	// object of the registry (the namespace controller of the batteries)
+	// act on these too, through CustomResources.Client. nil: there are
+	// none.
+	CustomResources CustomResources
 }
 
 // Audit is where the in-process door (pkg/client) sends the audit events
@@ -120,6 +127,7 @@ type Registry struct {
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
 	stop      chan struct{}             // closed by Close: ends the etcd check
 	audit     Audit                     // Config.Audit
+	custom    CustomResources           // Config.CustomResources; nil without
 
 	// admission is the admission chain both doors run (admission.go);
 	// equivalent the kinds of the stores, for it.
@@ -184,6 +192,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		storage:    cfg.Storage.WithDefaults(),
 		stop:       make(chan struct{}),
 		audit:      cfg.Audit,
+		custom:     cfg.CustomResources,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 	}
 	if r.admission, err = newAdmissionChain(cfg, resources); err != nil {
@@ -471,6 +480,12 @@ func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
 // registry was opened with (Config.Audit; zero: not audited), for the
 // in-process client.
 func (r *Registry) Audit() Audit { return r.audit }
+
+// StorageConfig returns the storage configuration the registry's stores
+// use (Config.Storage with its defaults, on the registry's etcd): for
+// storage built beside the registry with the same rules (the server's
+// custom resources, storage.Config.CustomResourceRESTOptionsGetter).
+func (r *Registry) StorageConfig() storage.Config { return r.storage }
 
 // EtcdConfig returns the etcd the registry stores in (the embedded one's
 // client configuration when Open started it), for raw reads.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"net/http"
+	"sync"
 
 	"github.com/google/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -24,8 +26,12 @@ import (
 // document. A v2 build that fails answers that request with an error (at
 // start the generic server would have exited). The v3 documents, one per
 // group version, are built here as PrepareRun builds them. Call once,
-// after every API group is installed and before PrepareRun.
-func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) {
+// after every API group is installed and before PrepareRun. The returned
+// static v2 document is the one k8s.io/apiextensions-apiserver's OpenAPI
+// controller merges the CRDs' schemas into (customResources.run): it is
+// filled, from the same lazy build, before the first /openapi/v2 request
+// is served, so the merge (itself lazy) never sees it empty.
+func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) *lazyStaticSpec {
 	container, mux := g.Handler.GoRestfulContainer, g.Handler.NonGoRestfulMux
 	services := restfuladapter.AdaptWebServices(container.RegisteredWebServices())
 	build := cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
@@ -36,7 +42,42 @@ func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 		sw.Definitions = handler.PruneDefaults(sw.Definitions)
 		return sw, uuid.New().String(), nil
 	}))
+	static := &lazyStaticSpec{spec: &spec.Swagger{}, build: build}
 	g.OpenAPIVersionedService = handler.NewOpenAPIServiceLazy(build)
-	g.OpenAPIVersionedService.RegisterOpenAPIVersionedService("/openapi/v2", mux)
+	g.OpenAPIVersionedService.RegisterOpenAPIVersionedService("/openapi/v2", fillFirst{mux: mux, static: static})
 	g.OpenAPIV3VersionedService = routes.OpenAPI{V3Config: v3}.InstallV3(container, mux)
+	return static
+}
+
+// lazyStaticSpec is the static OpenAPI v2 document (the Go groups'),
+// built on first use.
+type lazyStaticSpec struct {
+	spec  *spec.Swagger // filled by fill, once
+	build cached.Value[*spec.Swagger]
+	once  sync.Once
+}
+
+// fill builds the document into spec, once; a failed build leaves spec
+// empty (the v2 handler answers the build's error).
+func (l *lazyStaticSpec) fill() {
+	l.once.Do(func() {
+		if sw, _, err := l.build.Get(); err == nil {
+			*l.spec = *sw
+		}
+	})
+}
+
+// fillFirst registers handlers that fill the static document before
+// serving.
+type fillFirst struct {
+	mux    common.PathHandler
+	static *lazyStaticSpec
+}
+
+// Handle implements common.PathHandler.
+func (f fillFirst) Handle(path string, h http.Handler) {
+	f.mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		f.static.fill()
+		h.ServeHTTP(w, req)
+	}))
 }

@@ -76,6 +76,15 @@ type Options struct {
 	Limits LimitOptions
 	// Debug switches /debug/pprof (--profiling). Default NewDebugOptions.
 	Debug DebugOptions
+	// CustomResourceDefinitions serves apiextensions.k8s.io/v1
+	// CustomResourceDefinitions and their custom resources beside the Go
+	// types, in the same server (--custom-resource-definitions; false by
+	// default in Go, true in `customapi serve`): k8s.io/apiextensions-apiserver
+	// with customapi's storage rules, discovery, OpenAPI, admission and
+	// authorization. A CRD in a group a Go-typed resource serves is
+	// refused (422). See docs/serving.md, "Custom resources".
+	CustomResourceDefinitions bool
+
 	// RequestTimeout bounds the time a request other than a watch or
 	// another long-running one may take (--request-timeout, as
 	// kube-apiserver's; 0 means DefaultRequestTimeout, 60 s): a slower one
@@ -133,6 +142,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 	o.addAuditFlags(fs)
 	o.Admission.AddFlags(fs)
+	fs.BoolVar(&o.CustomResourceDefinitions, "custom-resource-definitions", o.CustomResourceDefinitions, "Serve apiextensions.k8s.io/v1 CustomResourceDefinitions and their custom resources beside the compiled-in types.")
 }
 
 // AddStorageFlags binds the options that say where objects are and how

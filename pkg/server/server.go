@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -80,6 +81,18 @@ type Server struct {
 	// Run installs (installOpenAPI).
 	openAPIV2 *common.Config
 	openAPIV3 *common.OpenAPIV3Config
+	// openAPIV2Static is the static v2 document installOpenAPI built
+	// lazily, into which the CRDs' schemas are merged.
+	openAPIV2Static *lazyStaticSpec
+
+	// customResources serves CustomResourceDefinitions (crds.go); nil
+	// without Options.CustomResourceDefinitions.
+	customResources *customResources
+	// customView is the registry's view of the custom resources; nil
+	// without customResources.
+	customView *customResourcesOf
+	// inProcess is the in-process HTTP door (InProcessConfig).
+	inProcess *inProcess
 
 	// In-flight limits (limits.go): every store reports its object count
 	// to objectCounts, which prices the LISTs seats charges.
@@ -155,6 +168,10 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	rc.Storage.Transformers = s.encryption.transformers
+	if o.CustomResourceDefinitions {
+		s.customView = &customResourcesOf{}
+		rc.CustomResources = s.customView
+	}
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -173,9 +190,14 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err != nil {
 		return nil, err
 	}
-	s.generic, err = gc.Complete(admissionInformers).New("customapi", genericapiserver.NewEmptyDelegate())
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	if err := s.newGenericServer(gc, admissionInformers); err != nil {
+		return nil, err
+	}
+	if s.inProcess, err = newInProcess(s.generic.Handler, gc.LoopbackClientConfig.BearerToken); err != nil {
+		return nil, err
+	}
+	if s.customView != nil {
+		s.customView.set(s.customResources, s.inProcess.dynamic)
 	}
 	if err := s.installGroups(codecs, resources); err != nil {
 		return nil, err
@@ -283,8 +305,11 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 
-	defs := definitionsWithBuiltins(resources)
-	namer := openapinamer.NewDefinitionNamer(s.registry.Scheme())
+	defs, schemes := definitionsWithBuiltins(resources), []*runtime.Scheme{s.registry.Scheme()}
+	if o.CustomResourceDefinitions {
+		defs, schemes = withCRDDefinitions(defs), append(schemes, apiextensionsapiserver.Scheme)
+	}
+	namer := openapinamer.NewDefinitionNamer(schemes...)
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(defs, namer)
 	gc.OpenAPIConfig.Info.Title = "customapi"
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(defs, namer)
@@ -441,7 +466,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			}
 		})
 	}
-	installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
+	s.openAPIV2Static = installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
 	if s.admissionGate != nil {
 		// Before the server listens: every request it serves runs the
 		// webhooks and policies.
@@ -516,6 +541,11 @@ func (s *Server) Handler() http.Handler { return s.generic.Handler }
 func (s *Server) release() error {
 	s.releaseOnce.Do(func() {
 		s.authn.close()
+		if s.inProcess != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.inProcess.close(ctx)
+			cancel()
+		}
 		if s.generic != nil {
 			s.generic.Destroy()
 		}

@@ -146,16 +146,25 @@ func (c Config) RESTOptionsGetter(scheme *runtime.Scheme) (generic.RESTOptionsGe
 	if scheme == nil {
 		return nil, errors.New("storage: a scheme is required")
 	}
+	return c.getter(scheme)
+}
+
+// getter validates c and builds the getter of scheme's types; a nil scheme
+// (custom resources) has no codec factory.
+func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	c = c.WithDefaults()
-	// The storage codec factory: CBOR (RFC 8949) is offered besides JSON,
-	// YAML and protobuf: it works by reflection on any Go type, and decodes
-	// faster than JSON.
-	codecs := serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
-	if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), c.MediaType); !ok {
-		return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", c.MediaType)
+	var codecs serializer.CodecFactory
+	if scheme != nil {
+		// The storage codec factory: CBOR (RFC 8949) is offered besides
+		// JSON, YAML and protobuf: it works by reflection on any Go type,
+		// and decodes faster than JSON.
+		codecs = serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
+		if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), c.MediaType); !ok {
+			return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", c.MediaType)
+		}
 	}
 	backend := backend(c.Etcd, c.Prefix)
 	switch {
@@ -267,6 +276,14 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 	if err := runtime.CheckCodec(codec, example, storageKind); err != nil {
 		return generic.RESTOptions{}, codecError(gr, g.mediaType, example, err)
 	}
+	return g.optionsWithCodec(gr, codec, encodeVersioner), nil
+}
+
+// optionsWithCodec are the options of the keys of gr with values encoded
+// and decoded by codec: the backend, its transformer, the decorator (watch
+// cache, error mapping, deadlines) and the object counts. Every resource's
+// options, Go-typed or custom, are built here.
+func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, codec runtime.Codec, encodeVersioner runtime.GroupVersioner) generic.RESTOptions {
 	backend := g.backend
 	backend.Codec = codec
 	backend.EncodeVersioner = encodeVersioner
@@ -292,7 +309,7 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 		opts.StorageObjectCountTracker = g.counts
 		opts.CountMetricPollPeriod = g.countPeriod
 	}
-	return opts, nil
+	return opts
 }
 
 // TransformerFor returns the transformer values of gr pass through (see

@@ -283,7 +283,54 @@ func (c *Controller) deleteContent(ctx context.Context, ns string) (remainingCon
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
 		}
 	}
+	if custom := c.reg.CustomResources(); custom != nil {
+		errs = append(errs, deleteCustomResources(ctx, custom, ns, left)...)
+	}
 	return left, errs
+}
+
+// deleteCustomResources deletes the objects of every namespaced custom
+// resource in namespace ns (a delete of the collection through the
+// server's in-process door, as the program itself), counting what
+// remains into left. Content that cannot be listed yet is an error, so
+// the namespace stays.
+func deleteCustomResources(ctx context.Context, custom registry.CustomResources, ns string, left remainingContent) []error {
+	resources, err := custom.Resources()
+	if err != nil {
+		return []error{fmt.Errorf("custom resources: %w", err)}
+	}
+	var errs []error
+	for _, res := range resources {
+		if !res.Namespaced {
+			continue
+		}
+		gr := res.Resource.GroupResource()
+		label := gr.Resource + "." + gr.Group
+		objects := custom.Client().Resource(res.Resource).Namespace(ns)
+		err := objects.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // its CustomResourceDefinition is gone, and its objects with it
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+			continue
+		}
+		list, err := objects.List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", label, err))
+			continue
+		}
+		for _, item := range list.Items {
+			left.byResource[label]++
+			for _, f := range item.GetFinalizers() {
+				left.byFinalizer[f]++
+			}
+		}
+	}
+	return errs
 }
 
 // namespaceConditionTypes are the conditions the controller maintains, in

@@ -1,0 +1,287 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions/apiextensions/v1"
+	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
+	openapicontroller "k8s.io/apiextensions-apiserver/pkg/controller/openapi"
+	openapiv3controller "k8s.io/apiextensions-apiserver/pkg/controller/openapiv3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+	k8sadmission "k8s.io/apiserver/pkg/admission"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	webhookutil "k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/customapi/customapi/pkg/admission"
+	"github.com/customapi/customapi/pkg/review"
+)
+
+// crdCollisionPlugin is the name of the validating admission plugin that
+// refuses a CustomResourceDefinition in a group the Go-typed resources
+// serve.
+const crdCollisionPlugin = "CustomResourceDefinitionGroups"
+
+// newGenericServer builds the one generic API server every group is
+// installed on. Without Options.CustomResourceDefinitions it is
+// k8s.io/apiserver's, named customapi; with them it is
+// k8s.io/apiextensions-apiserver's, the server kube-apiserver delegates
+// to last: apiextensions.k8s.io/v1 CustomResourceDefinitions stored with
+// customapi's storage rules (storage.Config.InternalRESTOptionsGetter),
+// their custom resources under /apis/<group>/ likewise
+// (storage.Config.CustomResourceRESTOptionsGetter), with its controllers
+// (naming, establishing, non-structural schema, API approval, finalizer:
+// deleting a CRD deletes its objects) and its aggregated discovery, and
+// with discovery turned back on (apiextensions' Complete turns it off, as
+// kube-apiserver's aggregator serves /apis there): the Go groups share
+// its /apis, its OpenAPI and its handler chain. customResources then
+// holds what Run starts (legacy discovery of CRD groups, their OpenAPI).
+func (s *Server) newGenericServer(gc *genericapiserver.Config, factory informers.SharedInformerFactory) error {
+	if !s.config.Options.CustomResourceDefinitions {
+		g, err := gc.Complete(factory).New("customapi", genericapiserver.NewEmptyDelegate())
+		if err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		s.generic = g
+		return nil
+	}
+	st := s.registry.StorageConfig()
+	crdOptions, err := st.InternalRESTOptionsGetter(apiextensionsapiserver.Scheme, apiextensionsv1.SchemeGroupVersion)
+	if err != nil {
+		return fmt.Errorf("server: CustomResourceDefinitions: %w", err)
+	}
+	crOptions, err := st.CustomResourceRESTOptionsGetter()
+	if err != nil {
+		return fmt.Errorf("server: custom resources: %w", err)
+	}
+	services, err := admission.NewServiceResolver(withSelf(s.config.Options.Admission.ServiceResolution, gc.LoopbackClientConfig.Host))
+	if err != nil {
+		return fmt.Errorf("server: --webhook-service-resolution: %w", err)
+	}
+	s.customResources = &customResources{goGroups: s.goGroups()}
+	gc.AdmissionControl = k8sadmission.NewChainHandler(gc.AdmissionControl, &crdGroupsAdmission{
+		Handler: k8sadmission.NewHandler(k8sadmission.Create), goGroups: s.customResources.goGroups,
+	})
+	gc.RESTOptionsGetter = crdOptions
+	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
+	rc := &genericapiserver.RecommendedConfig{Config: *gc, SharedInformerFactory: factory}
+	// HTTP/1.1 for the apiextensions informers' loopback client, as for
+	// the admission plugins' (applyAdmission): a stop takes a second less.
+	rc.LoopbackClientConfig = rest.CopyConfig(gc.LoopbackClientConfig)
+	rc.LoopbackClientConfig.NextProtos = []string{"http/1.1"}
+	ac := &apiextensionsapiserver.Config{GenericConfig: rc, ExtraConfig: apiextensionsapiserver.ExtraConfig{
+		CRDRESTOptionsGetter: crOptions,
+		// One: several replicas on one etcd make the establishing
+		// controller wait 5 s for the others to see a new CRD; ours read
+		// it from the same etcd.
+		MasterCount:         1,
+		ServiceResolver:     services,
+		AuthResolverWrapper: webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, gc.LoopbackClientConfig, gc.TracerProvider),
+	}}
+	cc := ac.Complete()
+	cc.GenericConfig.EnableDiscovery = true
+	crds, err := cc.New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.generic = crds.GenericAPIServer
+	s.customResources.informer = crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
+	s.customResources.lister = s.customResources.informer.Lister()
+	return s.generic.AddPostStartHook("customapi-crd-discovery-openapi", func(hc genericapiserver.PostStartHookContext) error {
+		s.customResources.run(hc, s.generic, s.openAPIV2Static)
+		return nil
+	})
+}
+
+// customResources is what the server runs for CustomResourceDefinitions
+// beside k8s.io/apiextensions-apiserver's own controllers.
+type customResources struct {
+	goGroups map[string][]string // group -> the Go-typed resources it serves ("leases.coordination.k8s.io")
+	informer apiextensionsinformers.CustomResourceDefinitionInformer
+	lister   apiextensionslisters.CustomResourceDefinitionLister
+}
+
+// goGroups are the API groups served by Go types (the registry's
+// resources and the review APIs) and apiextensions.k8s.io itself, each
+// with its resources' names.
+func (s *Server) goGroups() map[string][]string {
+	groups := map[string][]string{}
+	add := func(gr schema.GroupResource) {
+		name := gr.String()
+		if !slices.Contains(groups[gr.Group], name) {
+			groups[gr.Group] = append(groups[gr.Group], name)
+		}
+	}
+	for _, r := range s.registry.Resources() {
+		add(r.GroupResource())
+	}
+	// The review APIs' storages are only named here: none is called.
+	for gv, storages := range review.Storages(review.Config{}) {
+		for path := range storages {
+			add(gv.WithResource(path).GroupResource())
+		}
+	}
+	add(schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"})
+	for g := range groups {
+		sort.Strings(groups[g])
+	}
+	return groups
+}
+
+// run starts, until hc ends: the legacy discovery of the CRD groups (the
+// /apis group list, which apiextensions leaves to kube-apiserver's
+// aggregator), and apiextensions' OpenAPI v2 and v3 controllers, which
+// merge each Established CRD's schema into /openapi/v2 and
+// /openapi/v3/apis/<group>/<version>.
+func (c *customResources) run(hc genericapiserver.PostStartHookContext, g *genericapiserver.GenericAPIServer, v2Static *lazyStaticSpec) {
+	inf := c.informer.Informer()
+	groups := &crdGroupDiscovery{lister: c.lister, manager: g.DiscoveryGroupManager, goGroups: c.goGroups,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customapi-crd-groups"})}
+	enqueue := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+			groups.queue.Add(crd.Spec.Group)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		klog.FromContext(hc).Error(err, "CRD discovery: cannot watch CustomResourceDefinitions")
+	}
+	go groups.run(hc)
+	if v2Static != nil && g.OpenAPIVersionedService != nil {
+		v2 := openapicontroller.NewController(c.informer)
+		go v2.Run(v2Static.spec, g.OpenAPIVersionedService, hc.Done())
+	}
+	if g.OpenAPIV3VersionedService != nil {
+		v3 := openapiv3controller.NewController(c.informer)
+		go v3.Run(g.OpenAPIV3VersionedService, hc.Done())
+	}
+}
+
+// crdGroupDiscovery keeps the CRD groups in the legacy /apis group list
+// (discovery.GroupManager): a group with a served version of an
+// Established CRD is listed, its versions in kube's priority order
+// (version.CompareKubeAwareVersionStrings; the first is preferred), as
+// apiextensions' discovery controller lists them under /apis/<group>.
+type crdGroupDiscovery struct {
+	lister  apiextensionslisters.CustomResourceDefinitionLister
+	manager interface {
+		AddGroup(metav1.APIGroup)
+		RemoveGroup(string)
+	}
+	goGroups map[string][]string
+	queue    workqueue.TypedRateLimitingInterface[string]
+}
+
+func (d *crdGroupDiscovery) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		d.queue.ShutDown()
+	}()
+	for {
+		group, quit := d.queue.Get()
+		if quit {
+			return
+		}
+		if err := d.sync(group); err != nil {
+			klog.FromContext(ctx).Error(err, "CRD discovery: retrying", "group", group)
+			d.queue.AddRateLimited(group)
+		} else {
+			d.queue.Forget(group)
+		}
+		d.queue.Done(group)
+	}
+}
+
+func (d *crdGroupDiscovery) sync(group string) error {
+	if _, ok := d.goGroups[group]; ok {
+		return nil // the Go types' group entry stays as installed
+	}
+	crds, err := d.lister.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var versions []string
+	for _, crd := range crds {
+		if crd.Spec.Group != group || !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served && !slices.Contains(versions, v.Name) {
+				versions = append(versions, v.Name)
+			}
+		}
+	}
+	if len(versions) == 0 {
+		d.manager.RemoveGroup(group)
+		return nil
+	}
+	sort.Slice(versions, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(versions[i], versions[j]) > 0 })
+	apiGroup := metav1.APIGroup{Name: group}
+	for _, v := range versions {
+		apiGroup.Versions = append(apiGroup.Versions, metav1.GroupVersionForDiscovery{GroupVersion: group + "/" + v, Version: v})
+	}
+	apiGroup.PreferredVersion = apiGroup.Versions[0]
+	d.manager.AddGroup(apiGroup)
+	return nil
+}
+
+// crdGroupsAdmission refuses, with 422 Invalid on spec.group, a
+// CustomResourceDefinition whose group a Go-typed resource serves: the Go
+// group's handlers would shadow its objects (kube-apiserver accepts such
+// a CRD and never serves it). The message names the CRD and the group's
+// Go-typed resources. It is in the server's admission chain after the
+// registry's, whatever --disable-admission-plugins says.
+type crdGroupsAdmission struct {
+	*k8sadmission.Handler
+	goGroups map[string][]string
+}
+
+var _ k8sadmission.ValidationInterface = (*crdGroupsAdmission)(nil)
+
+// Validate implements admission.ValidationInterface.
+func (a *crdGroupsAdmission) Validate(_ context.Context, attrs k8sadmission.Attributes, _ k8sadmission.ObjectInterfaces) error {
+	if attrs.GetResource().GroupResource() != (schema.GroupResource{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions"}) || attrs.GetSubresource() != "" {
+		return nil
+	}
+	crd, ok := attrs.GetObject().(*apiextensionsinternal.CustomResourceDefinition)
+	if !ok {
+		return nil
+	}
+	served, ok := a.goGroups[crd.Spec.Group]
+	if !ok {
+		return nil
+	}
+	own := crd.Spec.Names.Plural + "." + crd.Spec.Group
+	what := "the group"
+	if slices.Contains(served, own) {
+		what = "the resource " + own
+	}
+	msg := fmt.Sprintf("%s is served by a Go-typed resource of this server (%s): a CustomResourceDefinition cannot be served beside it; choose another group", what, strings.Join(served, ", "))
+	return apierrors.NewInvalid(schema.GroupKind{Group: apiextensionsv1.GroupName, Kind: "CustomResourceDefinition"}, crd.Name,
+		field.ErrorList{field.Invalid(field.NewPath("spec", "group"), crd.Spec.Group, msg)})
+}

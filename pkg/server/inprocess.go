@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/test/bufconn"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
+
+	"github.com/customapi/customapi/pkg/registry"
+)
+
+// inProcessBuffer is the size of each direction's buffer of an in-memory
+// connection (bufconn): large enough that a typical object is written in
+// one go.
+const inProcessBuffer = 256 << 10
+
+// inProcessHost names the in-memory server in URLs; it resolves nowhere.
+const inProcessHost = "customapi.in-process"
+
+// inProcess is the in-process HTTP door: the server's whole handler (the
+// same chain as HTTPS: authentication, audit, limits, authorization,
+// admission) served over in-memory connections (google.golang.org/grpc's
+// bufconn), without a socket, TLS or the network. Its clients present the
+// loopback token (system:apiserver in system:masters) and impersonate the
+// user of each request's context, if any.
+type inProcess struct {
+	listener *bufconn.Listener
+	server   *http.Server
+	config   *rest.Config
+	dynamic  dynamic.Interface // on config
+}
+
+// newInProcess serves handler in memory until close.
+func newInProcess(handler http.Handler, token string) (*inProcess, error) {
+	l := bufconn.Listen(inProcessBuffer)
+	p := &inProcess{
+		listener: l,
+		server:   &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute},
+	}
+	p.config = &rest.Config{
+		Host:        "http://" + inProcessHost,
+		BearerToken: token,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return l.DialContext(ctx)
+		},
+		// The in-process door is not rate limited: the server's own
+		// in-flight limits apply, as for the program's other requests.
+		QPS: -1,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return contextUser{next: rt}
+		},
+	}
+	var err error
+	if p.dynamic, err = dynamic.NewForConfig(rest.CopyConfig(p.config)); err != nil {
+		return nil, fmt.Errorf("server: in-process client: %w", err)
+	}
+	go func() { _ = p.server.Serve(l) }()
+	return p, nil
+}
+
+// close stops serving: in-flight requests get until ctx ends to finish
+// (the generic server has ended their watches by then), then connections
+// are closed.
+func (p *inProcess) close(ctx context.Context) {
+	if err := p.server.Shutdown(ctx); err != nil {
+		_ = p.server.Close()
+	}
+	_ = p.listener.Close()
+}
+
+// contextUser impersonates the user of the request's context
+// (genericapirequest.WithUser), as the in-process typed client (pkg/client)
+// acts as it; without one, or with registry.ServerUser, the request is the
+// loopback identity's own.
+type contextUser struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (c contextUser) RoundTrip(req *http.Request) (*http.Response, error) {
+	u, ok := genericapirequest.UserFrom(req.Context())
+	if !ok || u == nil || u.GetName() == user.APIServerUser {
+		return c.next.RoundTrip(req)
+	}
+	extra := map[string][]string{}
+	for k, v := range u.GetExtra() {
+		extra[k] = v
+	}
+	return transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
+		UserName: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra,
+	}, c.next).RoundTrip(req)
+}
+
+// InProcessConfig returns a client-go configuration for the in-process
+// HTTP door: requests go through the server's whole handler chain (the
+// same authentication, audit, limits, authorization, admission, storage
+// and encodings as HTTPS, so the same semantics) over in-memory
+// connections, with no socket and no TLS. A request acts as the user of
+// its context (genericapirequest.WithUser, impersonated: audit names the
+// program as the impersonator) and otherwise as the program itself
+// (registry.ServerUser). Any client-go or controller-runtime client works
+// on it. It serves from New on; before Run, custom resources answer 503
+// and webhooks and policies do not apply yet, as for the typed
+// in-process client. Each call returns a new copy.
+func (s *Server) InProcessConfig() *rest.Config { return rest.CopyConfig(s.inProcess.config) }
+
+// DynamicClient returns a client-go dynamic client on InProcessConfig:
+// the in-process door of custom resources (and of every other resource),
+// for example
+//
+//	widgets := srv.DynamicClient().Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})
+//	w, err := widgets.Namespace("default").Create(ctx, obj, metav1.CreateOptions{})
+//
+// Errors are the server's Status errors (apierrors.IsInvalid, ...).
+func (s *Server) DynamicClient() dynamic.Interface {
+	return s.inProcess.dynamic
+}
+
+// customResourcesOf is the registry's view of the server's custom
+// resources (registry.CustomResources): the CustomResourceDefinitions'
+// lister, once the server has read them, and the in-process dynamic door.
+// The registry's controllers use it from Open on, before New has built
+// what it needs: it is set once, by New (set).
+type customResourcesOf struct {
+	state atomic.Pointer[customResourcesState]
+}
+
+type customResourcesState struct {
+	informer cache.SharedIndexInformer
+	lister   apiextensionslisters.CustomResourceDefinitionLister
+	client   dynamic.Interface
+}
+
+// set makes the view answer from cr's lister, with client.
+func (c *customResourcesOf) set(cr *customResources, client dynamic.Interface) {
+	c.state.Store(&customResourcesState{informer: cr.informer.Informer(), lister: cr.lister, client: client})
+}
+
+// Resources implements registry.CustomResources: every named
+// CustomResourceDefinition's resource in its storage version (or, when
+// that is not served, the first served one).
+func (c *customResourcesOf) Resources() ([]registry.CustomResource, error) {
+	st := c.state.Load()
+	if st == nil || !st.informer.HasSynced() {
+		return nil, errors.New("the server has not read the CustomResourceDefinitions yet")
+	}
+	crds, err := st.lister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]registry.CustomResource, 0, len(crds))
+	for _, crd := range crds {
+		name := ""
+		for _, v := range crd.Spec.Versions {
+			if v.Storage && v.Served {
+				name = v.Name
+			}
+		}
+		for _, v := range crd.Spec.Versions {
+			if name == "" && v.Served {
+				name = v.Name
+			}
+		}
+		plural := crd.Status.AcceptedNames.Plural
+		if name == "" || plural == "" {
+			continue
+		}
+		out = append(out, registry.CustomResource{
+			Resource:   schema.GroupVersionResource{Group: crd.Spec.Group, Version: name, Resource: plural},
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		})
+	}
+	return out, nil
+}
+
+// Client implements registry.CustomResources; nil until Resources has
+// succeeded once.
+func (c *customResourcesOf) Client() dynamic.Interface {
+	if st := c.state.Load(); st != nil {
+		return st.client
+	}
+	return nil
+}
