@@ -156,6 +156,12 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 // are what HTTP clients read.
 func (s *Server) Registry() *registry.Registry { return s.srv.Registry() }
 
+// InProcessConfig is the server's in-process HTTP door
+// (server.Server.InProcessConfig): its whole handler chain over in-memory
+// connections, as the program itself or the user of each request's
+// context.
+func (s *Server) InProcessConfig() *rest.Config { return s.srv.InProcessConfig() }
+
 // Close stops the server, waits until it has stopped, deletes its key
 // prefix on an external etcd and removes its data dir. It returns the
 // server's error other than a requested stop, or a clean-up error.
