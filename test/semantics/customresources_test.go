@@ -2,6 +2,8 @@ package semantics_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -74,8 +77,20 @@ type crServer struct {
 
 func startCRServer(t *testing.T) crServer {
 	t.Helper()
+	return startCRServerWith(t, nil)
+}
+
+// startCRServerWith is startCRServer with configure, if not nil, adjusting
+// the options.
+func startCRServerWith(t *testing.T, configure func(*server.Options)) crServer {
+	t.Helper()
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.CustomResourceDefinitions = true }, resources...)
+	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+		o.CustomResourceDefinitions = true
+		if configure != nil {
+			configure(o)
+		}
+	}, resources...)
 	kube, err := kubernetes.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -308,4 +323,69 @@ func TestCustomResourceDefinitionInGoGroupRefused(t *testing.T) {
 		_, ok := paths["apis/example.com/v1"]
 		return ok, nil
 	})
+}
+
+// TestCustomResourcesStorageRules: custom resources are stored by the rules
+// of the Go types: keys <prefix>/<group>/<plural>/<namespace>/<name>, the
+// value in --storage-media-type (JSON, or CBOR; protobuf is JSON for
+// them, as in kube-apiserver), encrypted at rest when the
+// EncryptionConfiguration names the resource, and read back the same.
+func TestCustomResourcesStorageRules(t *testing.T) {
+	encryption := filepath.Join(t.TempDir(), "encryption.yaml")
+	config := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [widgets.example.com]\n    providers:\n" +
+		"      - aescbc:\n          keys:\n            - name: key1\n              secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n      - identity: {}\n"
+	if err := os.WriteFile(encryption, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		mediaType string
+		encrypted bool
+		prefix    string // of the value in etcd
+	}{
+		{"json", runtime.ContentTypeJSON, false, "{"},
+		{"cbor", runtime.ContentTypeCBOR, false, "\xd9\xd9\xf7"},
+		{"protobuf is json", runtime.ContentTypeProtobuf, false, "{"},
+		{"encrypted", runtime.ContentTypeJSON, true, "k8s:enc:aescbc:v1:key1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startCRServerWith(t, func(o *server.Options) {
+				o.Storage.MediaType = tc.mediaType
+				if tc.encrypted {
+					o.Encryption.ProviderConfigFile = encryption
+				}
+			})
+			ns := namespace(t)
+			if _, err := c.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.srv.Dynamic.Resource(widgets).Namespace(ns).Create(t.Context(), widget("stored", map[string]any{"size": int64(7)}), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			reg := c.srv.Registry()
+			cli, err := reg.EtcdConfig().NewClient(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cli.Close() }()
+			key := reg.StorageConfig().Prefix + "/example.com/widgets/" + ns + "/stored"
+			resp, err := cli.Get(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Kvs) != 1 {
+				t.Fatalf("%s: %d values, want 1", key, len(resp.Kvs))
+			}
+			if v := string(resp.Kvs[0].Value); !strings.HasPrefix(v, tc.prefix) {
+				t.Errorf("%s = %.40q, want it to start with %q", key, v, tc.prefix)
+			}
+			got, err := c.srv.Dynamic.Resource(widgets).Namespace(ns).Get(t.Context(), "stored", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); size != 7 {
+				t.Errorf("read back spec.size %d, want 7", size)
+			}
+		})
+	}
 }
