@@ -3,7 +3,9 @@
 // register code, OpenAPI definitions with model names, protobuf
 // marshallers and .proto files (for packages tagged
 // +k8s:protobuf-gen=package; no protoc needed), and a typed
-// clientset, listers, informers and apply configurations. See package
+// clientset, listers, informers and apply configurations, and, with
+// --crd-dir, a CustomResourceDefinition YAML per kind (controller-tools'
+// generator, as controller-gen writes them). See package
 // github.com/customapi/customapi/pkg/generate for what it writes where.
 //
 // Usage, from the module root:
@@ -11,6 +13,7 @@
 //	go get -tool github.com/customapi/customapi/cmd/customapi-gen
 //	go tool customapi-gen ./apis/...
 //	go tool customapi-gen --verify ./apis/...   # in CI: non-zero when stale
+//	go tool customapi-gen --crd-dir config/crd ./apis/...   # and CRD YAML
 //
 // `customapi-gen protoc ARGS...` is a protoc of its own (no protoc
 // installed) for .proto files written by hand next to the generated ones,
@@ -43,12 +46,14 @@ func main() {
 	var opts generate.Options
 	fs.BoolVar(&opts.Verify, "verify", false, "generate into a temporary directory and exit non-zero when a generated file is stale, missing or no longer generated; writes nothing")
 	fs.StringVar(&opts.HeaderFile, "go-header-file", "", "file whose text heads every generated file (a licence, say)")
+	fs.StringVar(&opts.CRDDir, "crd-dir", "", "also write a CustomResourceDefinition (apiextensions.k8s.io/v1) per kind into DIR, <group>_<plural>.yaml with all the kind's versions, as controller-gen does (its +kubebuilder markers apply); --verify checks them")
 	fs.StringVar(&opts.OpenAPIDir, "openapi-only", "", "generate only DIR/zz_generated.openapi.go: the OpenAPI definitions of PACKAGES, read-only API packages of other modules that carry +k8s:openapi-model-package (e.g. k8s.io/api/core/v1)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--openapi-only DIR] PACKAGES...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--crd-dir DIR] [--openapi-only DIR] PACKAGES...\n\n"+
 			"Generates deepcopy, register, OpenAPI and client code for the API packages\n"+
 			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...,\n"+
-			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package.\n\n")
+			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package;\n"+
+			"with --crd-dir, also CustomResourceDefinition YAML for their kinds.\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])

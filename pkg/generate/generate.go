@@ -62,6 +62,15 @@ type Options struct {
 	// runtime and version. OpenAPIDir must lie inside the module of the
 	// current directory. Verify applies as usual.
 	OpenAPIDir string
+	// CRDDir, if set, also writes a CustomResourceDefinition
+	// (apiextensions.k8s.io/v1) for each kind of the API packages into
+	// CRDDir, one <group>_<plural>.yaml per kind with all its versions,
+	// as controller-gen names them (see CRDs for what they hold). It runs
+	// after the code is written, on the module's files; Verify compares
+	// them too, and files of the run's groups that Run wrote earlier and
+	// no longer generates are removed. Every API group of the run must
+	// contain a dot (the API server refuses a CRD of group "test").
+	CRDDir string
 }
 
 // The files conversion-gen, defaulter-gen and the round-trip test
@@ -127,6 +136,9 @@ func Run(ctx context.Context, opts Options) error {
 		opts.HeaderFile = abs
 	}
 	if opts.OpenAPIDir != "" {
+		if opts.CRDDir != "" {
+			return errors.New("--crd-dir and --openapi-only exclude each other: --openapi-only reads other modules' packages, CRDs are for the module's own kinds")
+		}
 		opts.Out = out
 		return runOpenAPIOnly(ctx, opts)
 	}
@@ -149,6 +161,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	refusals = append(refusals, protobufRefusals(pkgs)...)
 	refusals = append(refusals, conversionPeerRefusals(ctx, pkgs)...)
+	if opts.CRDDir != "" {
+		refusals = append(refusals, crdGroupRefusals(pkgs)...)
+	}
 	if len(refusals) > 0 {
 		return fmt.Errorf("%w:\n  %s", ErrRefused, strings.Join(refusals, "\n  "))
 	}
@@ -197,7 +212,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := generateProtobuf(ctx, pkgs, opts.HeaderFile, rm); err != nil {
 		return err
 	}
-	return reconcile(rm, owned, opts.Verify, out)
+	err = reconcile(rm, owned, opts.Verify, out)
+	if opts.CRDDir == "" || (err != nil && !errors.Is(err, ErrStale)) {
+		return err
+	}
+	return errors.Join(err, runCRDs(ctx, opts.CRDDir, pkgs, opts.Verify, out))
 }
 
 // remapper redirects generator output from a module directory into the

@@ -40,6 +40,7 @@ type apiPackage struct {
 	openapi         bool
 	hasAddToScheme  bool
 	genclient       bool            // at least one type tagged +genclient
+	nonNamespaced   map[string]bool // types tagged +genclient:nonNamespaced
 	protobuf        bool            // +k8s:protobuf-gen=package
 	conversionPeers []string        // +k8s:conversion-gen=<hub package>, one per tag
 	defaulter       bool            // +k8s:defaulter-gen=<field>
@@ -214,6 +215,12 @@ func inspect(p *apiPackage) (isAPI bool, refusals []string, err error) {
 						tags := tagLines(append(before, s.Doc)...)
 						if _, ok := tagValue(tags, "+genclient"); ok {
 							p.genclient = true
+						}
+						if _, ok := tagValue(tags, "+genclient:nonNamespaced"); ok {
+							if p.nonNamespaced == nil {
+								p.nonNamespaced = map[string]bool{}
+							}
+							p.nonNamespaced[s.Name.Name] = true
 						}
 						st, ok := s.Type.(*ast.StructType)
 						if !ok || metaName == "" || !isRoot(st, metaName) {
