@@ -85,8 +85,8 @@ func TestCRDs(t *testing.T) {
 			status: map[string]bool{"v1": false},
 		}, {
 			name: "widgets.widgets.example.com", kind: "Widget", plural: "widgets", singular: "widget",
-			scope:      apiextensionsv1.NamespaceScoped,
-			versions:   []string{"v1", "v1beta1"}, storage: "v1",
+			scope:    apiextensionsv1.NamespaceScoped,
+			versions: []string{"v1", "v1beta1"}, storage: "v1",
 			status:     map[string]bool{"v1": true, "v1beta1": true},
 			shortNames: []string{"wd"}, categories: []string{"all"},
 			columns: []string{".spec.color"},
