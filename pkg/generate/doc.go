@@ -45,6 +45,10 @@
 //     <root>/generated/{applyconfiguration,clientset/versioned,listers,informers},
 //     the layout of k8s.io/client-go, for the types tagged +genclient.
 //
+// With Options.CRDDir it also writes, after the code, a
+// CustomResourceDefinition YAML per kind with sigs.k8s.io/controller-tools'
+// CRD generator (see CRDs and WriteCRDs).
+//
 // <root> is the directory holding the nearest "apis" directory above an API
 // package (pkg/apis/test/v1 -> pkg/generated), or the module root when there
 // is none.
