@@ -142,6 +142,13 @@ nothing left to rewrite (no failures), its record is set to the storage
 version alone: from then on a declaration may drop the other versions.
 Run it once every server uses the new storage version.
 
+CustomResourceDefinitions are checked too (storage version
+apiextensions.k8s.io/v1), their custom resources are not: changing a custom
+resource's version takes its definition's conversion, which only a server
+runs. As in Kubernetes, migrate them through the API (read and write back
+every object through a running server, as the storage version migrator
+does), then trim the definition's status.storedVersions.
+
 No update is lost: each object is rewritten by a no-op update guarded by the
 resourceVersion read; a concurrent write wins and the object is read again.
 It is resumable: a rerun rewrites only what is still in another version. A
@@ -172,6 +179,14 @@ how many were already current, for example:
 
   ` + cfg.Resources[0].GroupVersionResource().GroupResource().String() + `: 200 rewritten (100 from application/cbor, 100 from application/vnd.kubernetes.protobuf), 100 already application/json
   secrets: 3 rewritten (3 not under the primary encryption key), 0 already application/json
+
+CustomResourceDefinitions a server with --custom-resource-definitions
+stored are rewritten too (customresourcedefinitions.apiextensions.k8s.io),
+and then the custom resources of each (one line per definition, for example
+widgets.example.com): in application/cbor when --storage-media-type is
+application/cbor, else in application/json (custom resources have no
+protobuf or YAML encoding), under the primary key, each in the version it
+is stored in.
 
 After making a new key primary (first) in the encryption configuration, run
 it so that every value is under the new key; then the old key can be

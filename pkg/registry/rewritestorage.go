@@ -25,6 +25,23 @@ import (
 // changed during the run (a server with another storage version started)
 // is left as it is. The reports' StoredVersionsBefore and StoredVersions
 // say what the record was and is.
+//
+// When CustomResourceDefinitions are stored under the prefix (a server
+// with --custom-resource-definitions wrote them), they are rewritten after
+// the resources, as customresourcedefinitions.apiextensions.k8s.io in
+// storage version apiextensions.k8s.io/v1, and then, unless
+// opts.VersionsOnly, the custom resources of each, one entry per
+// CustomResourceDefinition named <plural>.<group>, sorted, re-encoded in
+// the custom resources' encoding (application/cbor when the registry's is,
+// else application/json; the entries' MediaType says which) and under the
+// primary key, each object in the version it is stored in: converting a
+// custom resource to another version takes its CustomResourceDefinition's
+// conversion (a webhook, perhaps), which only a server runs. As in
+// Kubernetes, a custom resource's stored versions are migrated through
+// the API (a read and an unchanged write of every object through a
+// server, as the storage version migrator does), and its
+// CustomResourceDefinition's status.storedVersions is then edited through
+// the API; no stored versions record of customapi's is kept for them.
 func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (rewrite.Report, error) {
 	t := rewrite.Target{Etcd: r.etcdCfg, Prefix: r.storage.Prefix, MediaType: r.storage.MediaType}
 	for _, res := range r.resources {
@@ -41,6 +58,15 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (re
 			StorageVersion: res.GroupVersionKind.GroupVersion(),
 		})
 	}
+	own := len(t.Resources)
+	custom, err := r.openCustomResourceTargets(ctx, !opts.VersionsOnly)
+	if err != nil {
+		return rewrite.Report{}, err
+	}
+	defer custom.close()
+	if custom.crds != nil {
+		t.Resources = append(t.Resources, *custom.crds)
+	}
 	cli, err := r.etcdCfg.NewClient(ctx)
 	if err != nil {
 		return rewrite.Report{}, fmt.Errorf("registry: rewrite: %w", err)
@@ -51,7 +77,11 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (re
 		return rewrite.Report{}, err
 	}
 	report, err := rewrite.Run(ctx, t, opts)
-	if recErr := r.migratedStoredVersions(ctx, cli, before, &report); recErr != nil && err == nil {
+	err = runCustomResources(ctx, t, custom, opts, &report, err)
+	// Only the registry's own resources have a stored versions record;
+	// they come first.
+	ownReport := rewrite.Report{MediaType: report.MediaType, Resources: report.Resources[:min(own, len(report.Resources))]}
+	if recErr := r.migratedStoredVersions(ctx, cli, before, &ownReport); recErr != nil && err == nil {
 		err = recErr
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,7 +9,57 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
+
+// gizmoCRD is a CustomResourceDefinition for TestBackupRestore, and
+// gizmoYAML one of its objects.
+const (
+	gizmoCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.e2e.example.com
+spec:
+  group: e2e.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {note: {type: string}}}
+`
+	gizmoYAML = `apiVersion: e2e.example.com/v1
+kind: Gizmo
+metadata:
+  name: g1
+spec:
+  note: backed up
+`
+)
+
+// applyGizmo creates gizmoCRD and, once served, gizmoYAML, and returns the
+// gizmo's uid.
+func applyGizmo(t *testing.T, k kubectl) string {
+	t.Helper()
+	k.mustApply(t, gizmoCRD)
+	k.mustRun(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/gizmos.e2e.example.com")
+	// kubectl's discovery may not list the new group for a moment.
+	var last kubectlResult
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		last = k.runStdin(t, gizmoYAML, "apply", "-f", "-")
+		return last.Code == 0, nil
+	}); err != nil {
+		t.Fatalf("apply the gizmo: %v\n%s", err, last)
+	}
+	return k.mustRun(t, "get", "gizmo", "g1", "-o", "jsonpath={.metadata.uid}")
+}
 
 // runCommand is runCustomapi's outcome as stdout, stderr and exit code.
 func runCommand(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -20,7 +71,8 @@ func runCommand(t *testing.T, args ...string) (stdout, stderr string, code int) 
 // TestBackupRestore drives `customapi backup` and `customapi restore` as an
 // operator would: a backup of a running server (and one of a stopped
 // server's data dir), a restore into a new data dir that serves the same
-// objects (same uid and resourceVersion) to the same kubeconfig's
+// objects (same uid and resourceVersion; a custom resource with its
+// CustomResourceDefinition too) to the same kubeconfig's
 // credentials with resourceVersions bumped past the old ones, and the
 // refusals (an existing data dir, a running server's, a truncated file):
 // exit status 1, an error naming the dir or file, nothing written.
@@ -34,6 +86,7 @@ func TestBackupRestore(t *testing.T) {
 	k := newKubectl(t, a.KubeconfigPath, "e2e-backup")
 	k.mustApply(t, manifests(customYAML("b1", 1, "one", "app=b"), customYAML("b2", 2, "two")))
 	before := listState(t, k)
+	gizmoUID := applyGizmo(t, k)
 
 	// Online, while the server runs.
 	archive := filepath.Join(dir, "backup.tar.gz")
@@ -71,6 +124,9 @@ func TestBackupRestore(t *testing.T) {
 		if got := after[name]; got.UID != want.UID || got.ResourceVersion != want.ResourceVersion || fmt.Sprint(got.Labels) != fmt.Sprint(want.Labels) {
 			t.Errorf("%s restored as %+v, backed up as %+v", name, got, want)
 		}
+	}
+	if got := kb.mustRun(t, "get", "gizmo", "g1", "-o", "jsonpath={.metadata.uid} {.spec.note}"); got != gizmoUID+" backed up" {
+		t.Errorf("restored gizmo: %q, want %q", got, gizmoUID+" backed up")
 	}
 	// The list's resourceVersion is past the bump.
 	var list struct {
