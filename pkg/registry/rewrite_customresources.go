@@ -171,7 +171,7 @@ func runCustomResources(ctx context.Context, t rewrite.Target, c *customResource
 	if len(c.crs) == 0 {
 		return prevErr
 	}
-	if prevErr != nil && !complete(*report, len(t.Resources)) {
+	if prevErr != nil && !allComplete(*report, len(t.Resources)) {
 		return prevErr
 	}
 	t.MediaType, t.Resources = c.crMediaType, c.crs
@@ -180,9 +180,9 @@ func runCustomResources(ctx context.Context, t rewrite.Target, c *customResource
 	return errors.Join(prevErr, err)
 }
 
-// complete says whether report has the n entries of a run and each is
+// allComplete says whether report has the n entries of a run and each is
 // Complete.
-func complete(report rewrite.Report, n int) bool {
+func allComplete(report rewrite.Report, n int) bool {
 	if len(report.Resources) != n {
 		return false
 	}
