@@ -48,16 +48,6 @@ func (c *customResourceTargets) close() {
 	c.destroy = nil
 }
 
-// customResourceMediaType is the encoding custom resources are stored in
-// for the storage media type mt: CBOR for CBOR, else JSON (the rule of
-// storage.Config.CustomResourceRESTOptionsGetter).
-func customResourceMediaType(mt string) string {
-	if mt == runtime.ContentTypeCBOR {
-		return runtime.ContentTypeCBOR
-	}
-	return runtime.ContentTypeJSON
-}
-
 // crdScheme is the scheme of the CustomResourceDefinitions' storage codec:
 // apiextensions.k8s.io's internal and external versions, as
 // k8s.io/apiextensions-apiserver's own scheme has them.
@@ -85,7 +75,7 @@ func crdScheme() *runtime.Scheme {
 // stored CustomResourceDefinition cannot be read (etcd, a key no longer
 // configured).
 func (r *Registry) openCustomResourceTargets(ctx context.Context, customResources bool) (_ *customResourceTargets, err error) {
-	out := &customResourceTargets{crMediaType: customResourceMediaType(r.storage.MediaType)}
+	out := &customResourceTargets{crMediaType: storage.CustomResourceMediaType(r.storage.MediaType)}
 	defer func() {
 		if err != nil {
 			out.close()

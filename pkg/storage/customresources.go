@@ -34,7 +34,7 @@ func (c Config) CustomResourceRESTOptionsGetter() (generic.RESTOptionsGetter, er
 	c = c.WithDefaults()
 	ucbor := cbor.NewSerializer(unstructuredscheme.NewUnstructuredCreator(), unstructuredscheme.NewUnstructuredObjectTyper())
 	var encoder runtime.Encoder = unstructured.UnstructuredJSONScheme
-	if c.MediaType == runtime.ContentTypeCBOR {
+	if CustomResourceMediaType(c.MediaType) == runtime.ContentTypeCBOR {
 		encoder = ucbor
 	}
 	codec := runtime.NewCodec(encoder, recognizer.NewDecoder(ucbor, unstructured.UnstructuredJSONScheme))
@@ -43,6 +43,17 @@ func (c Config) CustomResourceRESTOptionsGetter() (generic.RESTOptionsGetter, er
 		return nil, err
 	}
 	return customResourceGetter{g: g, codec: codec}, nil
+}
+
+// CustomResourceMediaType is the encoding custom resources are stored in
+// when the storage media type is mt: application/cbor for CBOR, else
+// application/json (protobuf and YAML have no meaning for an unstructured
+// object's storage).
+func CustomResourceMediaType(mt string) string {
+	if mt == runtime.ContentTypeCBOR {
+		return runtime.ContentTypeCBOR
+	}
+	return runtime.ContentTypeJSON
 }
 
 type customResourceGetter struct {
