@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"log"
 	"net/url"
+	"strings"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/server"
 )
 
 // ExampleNewServer starts a whole customapi API server serving
@@ -55,4 +63,79 @@ func ExampleNewServer() {
 	// scheme: https host: 127.0.0.1
 	// created: web generation 1
 	// got: web replicas 2
+}
+
+// ExampleServer_InProcessConfig serves CustomResourceDefinitions beside
+// the Go types, installs one over HTTPS, and writes its custom resources
+// through the in-process door (the server's handler chain over memory): a
+// default is applied, and the CRD's CEL rule refuses a value with 422.
+func ExampleServer_InProcessConfig() {
+	ctx := context.Background()
+	srv, err := customapitest.NewServer(customapitest.Options{
+		Configure: func(o *server.Options) { o.CustomResourceDefinitions = true },
+	}, install.Customs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{rule: "self.size <= 100", message: "size must be at most 100"}]
+            properties:
+              size: {type: integer, default: 1}
+`), &crd.Object); err != nil {
+		log.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := srv.Dynamic.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		log.Fatal(err)
+	}
+
+	inproc, err := dynamic.NewForConfig(srv.InProcessConfig())
+	if err != nil {
+		log.Fatal(err)
+	}
+	widgets := inproc.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).Namespace("default")
+	widget := func(name string, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name}, "spec": spec,
+		}}
+	}
+	// The CRD is served a moment after it is created (Established).
+	var created *unstructured.Unstructured
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		created, err = widgets.Create(ctx, widget("w1", map[string]any{}), metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	size, _, _ := unstructured.NestedInt64(created.Object, "spec", "size")
+	fmt.Println("created:", created.GetName(), "size", size)
+
+	_, err = widgets.Create(ctx, widget("w2", map[string]any{"size": int64(101)}), metav1.CreateOptions{})
+	fmt.Println("invalid:", apierrors.IsInvalid(err), strings.Contains(err.Error(), "size must be at most 100"))
+
+	// Output:
+	// created: w1 size 1
+	// invalid: true true
 }
