@@ -36,7 +36,87 @@ const (
 	storageVersionMarker = "kubebuilder:storageversion"
 	statusMarker         = "kubebuilder:subresource:status"
 	resourceMarker       = "kubebuilder:resource"
+	printColumnMarker    = "kubebuilder:printcolumn"
+	selectableMarker     = "kubebuilder:selectablefield"
 )
+
+// kindMarkers is what the markers of a kind's types already decide, which
+// a declaration then leaves alone.
+type kindMarkers struct {
+	nonNamespaced bool // +genclient:nonNamespaced
+	resource      bool // +kubebuilder:resource (short names and categories)
+	path          bool // ... with path=
+	singular      bool // ... with singular=
+	scope         bool // ... with scope=
+	columns       bool // +kubebuilder:printcolumn
+	selectable    bool // +kubebuilder:selectablefield
+}
+
+// declarationOf returns the module's resource.Resource declaration of gk,
+// found by its storage version's package and kind, or nil.
+func (g *crdGenerator) declarationOf(gk schema.GroupKind, versions []crd.TypeIdent) *declaration {
+	for _, v := range versions {
+		if d := g.decls[v.Package.PkgPath+"."+gk.Kind]; d != nil {
+			return d
+		}
+	}
+	return nil
+}
+
+// applyDeclaration sets what the declaration says and the markers do not:
+// names, scope, printer columns and selectable fields (on the storage
+// version, and on every version when their schemas agree: the Go-typed
+// server computes them from the storage version's object), and the
+// versions' deprecation and removal.
+func applyDeclaration(c *apiextensionsv1.CustomResourceDefinition, d *declaration, m kindMarkers) {
+	n := &c.Spec.Names
+	if d.plural != "" && !m.path {
+		n.Plural = d.plural
+		if d.singular == "" && !m.singular {
+			n.Singular = strings.ToLower(n.Kind)
+		}
+	}
+	if d.singular != "" && !m.singular {
+		n.Singular = d.singular
+	}
+	if !m.resource {
+		n.ShortNames = d.shortNames
+		n.Categories = d.categories
+	}
+	c.Name = n.Plural + "." + c.Spec.Group
+	if d.clusterScoped != nil && !m.scope {
+		c.Spec.Scope = apiextensionsv1.NamespaceScoped
+		if *d.clusterScoped {
+			c.Spec.Scope = apiextensionsv1.ClusterScoped
+		}
+	}
+	same := schemaDifferences(c) == ""
+	for i := range c.Spec.Versions {
+		v := &c.Spec.Versions[i]
+		if v.Storage || same {
+			if !m.columns && len(d.columns) > 0 {
+				v.AdditionalPrinterColumns = append([]apiextensionsv1.CustomResourceColumnDefinition(nil), d.columns...)
+			}
+			if !m.selectable {
+				for _, p := range d.selectable {
+					v.SelectableFields = append(v.SelectableFields, apiextensionsv1.SelectableField{JSONPath: p})
+				}
+			}
+		}
+		if dv, ok := d.versions[v.Name]; ok {
+			if dv.deprecated {
+				v.Deprecated = true
+				if dv.warning != "" {
+					w := dv.warning
+					v.DeprecationWarning = &w
+				}
+			}
+			if dv.removed {
+				v.Served = false
+			}
+		}
+	}
+}
 
 // ErrCRD is returned (wrapped) by CRDs, and by Run with Options.CRDDir,
 // when a kind's CustomResourceDefinition cannot be made or would be
@@ -46,8 +126,9 @@ var ErrCRD = errors.New("cannot generate CustomResourceDefinitions")
 // CRDs returns one apiextensions.k8s.io/v1 CustomResourceDefinition for
 // each kind (a type embedding metav1.TypeMeta and metav1.ObjectMeta) of the
 // API packages matched by patterns (resolved in the current directory, as
-// for Run), sorted by name, with the warnings of the generation (see Run:
-// a kind whose versions have different schemas). Run with Options.CRDDir
+// for Run), sorted by name, with the warnings of the generation (a kind
+// whose versions have different schemas, which a CRD converting with
+// strategy None does not convert). Run with Options.CRDDir
 // writes them with WriteCRDs.
 //
 // The schema and most of the CRD come from
@@ -55,11 +136,18 @@ var ErrCRD = errors.New("cannot generate CustomResourceDefinitions")
 // version customapi's go.mod pins), so the +kubebuilder markers
 // (validation, printcolumn, resource, subresource, storageversion, ...)
 // and +default, +optional, +listType mean what they mean in kubebuilder
-// projects. customapi-gen adds, where the kind's types carry no marker
-// saying otherwise: the storage version, the version the kind's other
+// projects. Where the kind's types carry no marker saying otherwise,
+// customapi-gen adds what the kind's resource.Resource declaration says,
+// when the module has one written as a composite literal (read from the
+// module's non-test Go files that import pkg/resource, never run): plural, singular, short names,
+// categories, scope, status subresource, printer columns, selectable
+// fields, the storage version and the versions' deprecation or removal.
+// Without one: the storage version is the version the kind's other
 // versions name in +k8s:conversion-gen (a kind in one version is stored in
-// it); the status subresource, for every version whose type has a field
-// "status"; and scope Cluster, for a kind tagged +genclient:nonNamespaced.
+// it); the status subresource is on for every version whose type has a
+// field "status"; the scope is Cluster for a kind tagged
+// +genclient:nonNamespaced.
+//
 // Each CRD is checked with the apiextensions API server's own validation
 // (as a create would be), and refused (ErrCRD) when it fails, as for a
 // group without a dot.
@@ -122,7 +210,8 @@ func crdGroupRefusals(pkgs []*apiPackage) []string {
 // type-checking filter) with customapi's additions in Generate.
 type crdGenerator struct {
 	crd.Generator
-	pkgs map[string]*apiPackage // by import path
+	pkgs  map[string]*apiPackage // by import path
+	decls map[string]*declaration
 
 	crds     []apiextensionsv1.CustomResourceDefinition
 	warnings []string
@@ -133,12 +222,20 @@ type crdGenerator struct {
 // builds their CRDs.
 func generateCRDs(ctx context.Context, pkgs []*apiPackage) ([]apiextensionsv1.CustomResourceDefinition, []string, error) {
 	g := &crdGenerator{pkgs: map[string]*apiPackage{}}
-	var paths []string
+	var paths, modDirs []string
 	for _, p := range pkgs {
 		g.pkgs[p.importPath] = p
 		paths = append(paths, p.importPath)
+		if !slices.Contains(modDirs, p.modDir) {
+			modDirs = append(modDirs, p.modDir)
+		}
 	}
 	sort.Strings(paths)
+	decls, err := findDeclarations(modDirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	g.decls = decls
 	var gen genall.Generator = g
 	rt, err := genall.Generators{&gen}.ForRootsWithConfig(&packages.Config{Context: ctx}, paths...)
 	if err != nil {
@@ -186,21 +283,36 @@ func (g *crdGenerator) Generate(ctx *genall.GenerationContext) error {
 		if len(versions) == 0 {
 			continue
 		}
-		if !g.markStorageVersion(parser, gk, versions) {
+		for _, v := range versions {
+			if parser.Types[v].Markers == nil {
+				parser.Types[v].Markers = markers.MarkerValues{}
+			}
+		}
+		decl := g.declarationOf(gk, versions)
+		if !g.markStorageVersion(parser, gk, versions, decl) {
 			continue
 		}
-		clusterScoped, scopeMarked := false, false
+		var m kindMarkers
 		for _, v := range versions {
 			info := parser.Types[v]
 			if p := g.pkgs[v.Package.PkgPath]; p != nil && p.nonNamespaced[gk.Kind] {
-				clusterScoped = true
+				m.nonNamespaced = true
 			}
-			for _, m := range info.Markers[resourceMarker] {
-				if r, ok := m.(crdmarkers.Resource); ok && r.Scope != "" {
-					scopeMarked = true
+			for _, r := range info.Markers[resourceMarker] {
+				if r, ok := r.(crdmarkers.Resource); ok {
+					m.resource = true
+					m.path = m.path || r.Path != ""
+					m.singular = m.singular || r.Singular != ""
+					m.scope = m.scope || r.Scope != ""
 				}
 			}
-			if hasStatusField(info) && info.Markers.Get(statusMarker) == nil {
+			m.columns = m.columns || info.Markers.Get(printColumnMarker) != nil
+			m.selectable = m.selectable || info.Markers.Get(selectableMarker) != nil
+			status := hasStatusField(info)
+			if decl != nil && decl.status != nil {
+				status = status && *decl.status
+			}
+			if status && info.Markers.Get(statusMarker) == nil {
 				info.Markers[statusMarker] = []any{crdmarkers.SubresourceStatus{}}
 			}
 		}
@@ -209,12 +321,20 @@ func (g *crdGenerator) Generate(ctx *genall.GenerationContext) error {
 		if !ok {
 			continue
 		}
-		if clusterScoped && !scopeMarked {
+		c = *c.DeepCopy()
+		if m.nonNamespaced && !m.scope {
 			c.Spec.Scope = apiextensionsv1.ClusterScoped
+		}
+		if decl != nil {
+			applyDeclaration(&c, decl, m)
 		}
 		crd.FixTopLevelMetadata(c)
 		if errs := validateCRD(&c); len(errs) > 0 {
-			g.refusals = append(g.refusals, fmt.Sprintf("kind %s: the API server would refuse CustomResourceDefinition %s: %s", gk, c.Name, strings.Join(errs, "; ")))
+			at := ""
+			if decl != nil {
+				at = " (with what " + decl.pos + " declares)"
+			}
+			g.refusals = append(g.refusals, fmt.Sprintf("kind %s: the API server would refuse CustomResourceDefinition %s%s: %s", gk, c.Name, at, strings.Join(errs, "; ")))
 			continue
 		}
 		if w := schemaDifferences(&c); w != "" {
@@ -248,7 +368,7 @@ func (g *crdGenerator) versionTypes(parser *crd.Parser, gk schema.GroupKind) []c
 // +k8s:conversion-gen (the hub of the Go-typed server's conversions) is
 // given that marker. It records a refusal and returns false when neither
 // decides.
-func (g *crdGenerator) markStorageVersion(parser *crd.Parser, gk schema.GroupKind, versions []crd.TypeIdent) bool {
+func (g *crdGenerator) markStorageVersion(parser *crd.Parser, gk schema.GroupKind, versions []crd.TypeIdent, decl *declaration) bool {
 	if len(versions) < 2 {
 		return true // controller-tools stores a kind's only version
 	}
@@ -262,9 +382,14 @@ func (g *crdGenerator) markStorageVersion(parser *crd.Parser, gk schema.GroupKin
 		names = append(names, v.Package.PkgPath)
 	}
 	var hubs []string
+	if decl != nil {
+		if _, ok := byPath[decl.pkgPath]; ok {
+			hubs = []string{decl.pkgPath} // the declaration's version is the storage version
+		}
+	}
 	for _, v := range versions {
 		p := g.pkgs[v.Package.PkgPath]
-		if p == nil {
+		if p == nil || decl != nil && len(hubs) == 1 {
 			continue
 		}
 		for _, peer := range p.conversionPeers {
@@ -276,11 +401,7 @@ func (g *crdGenerator) markStorageVersion(parser *crd.Parser, gk schema.GroupKin
 	sort.Strings(hubs)
 	switch len(hubs) {
 	case 1:
-		info := parser.Types[byPath[hubs[0]]]
-		if info.Markers == nil {
-			info.Markers = markers.MarkerValues{}
-		}
-		info.Markers[storageVersionMarker] = []any{crdmarkers.StorageVersion{}}
+		parser.Types[byPath[hubs[0]]].Markers[storageVersionMarker] = []any{crdmarkers.StorageVersion{}}
 		return true
 	case 0:
 		g.refusals = append(g.refusals, fmt.Sprintf("kind %s is in %s and none of them is its storage version: tag the other versions' doc.go +k8s:conversion-gen=<storage version's package> (as for conversion-gen), or mark the storage version's type +kubebuilder:storageversion", gk, strings.Join(names, ", ")))

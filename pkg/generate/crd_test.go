@@ -27,15 +27,19 @@ type wantCRD struct {
 	status                       map[string]bool // version -> has the status subresource
 	shortNames, categories       []string
 	columns                      []string // the storage version's printer columns, by JSONPath
+	selectable                   []string // the storage version's selectable fields
+	deprecated                   []string // the deprecated versions
 	// schema: a dotted path of properties in the storage version's
 	// schema -> its schema as JSON, descriptions left out.
 	schema map[string]string
 }
 
-// TestCRDs generates CRDs for the example group of examples/fleet and for
-// the small API packages under testdata/crds (controller-tools' markers,
-// scope from +genclient:nonNamespaced, a storage version from
-// +k8s:conversion-gen), writes them with WriteCRDs, reads the YAML back and
+// TestCRDs generates CRDs for the example group of examples/fleet (what its
+// declarations in examples/fleet/fleetapi say: storage version, short
+// names, printer columns, selectable fields, a deprecated version) and for
+// the small API packages under testdata/crds, which have no declarations
+// (controller-tools' markers, scope from +genclient:nonNamespaced, a
+// storage version from +k8s:conversion-gen), writes them with WriteCRDs, reads the YAML back and
 // checks it, and validates each as the apiextensions API server validates
 // a create. It also checks the refusals: a kind in several versions with
 // no storage version, a CRD the server's validation refuses (a CEL rule
@@ -51,10 +55,15 @@ func TestCRDs(t *testing.T) {
 		name:     "examples/fleet",
 		patterns: []string{"../../examples/fleet/apis/..."},
 		want: []wantCRD{{
+			// From fleetapi.Devices: shortNames, printer columns,
+			// selectable fields.
 			name: "devices.fleet.example.com", kind: "Device", plural: "devices", singular: "device",
-			scope:    apiextensionsv1.ClusterScoped, // +genclient:nonNamespaced
+			scope:    apiextensionsv1.ClusterScoped, // +genclient:nonNamespaced, ClusterScoped
 			versions: []string{"v1alpha1"}, storage: "v1alpha1",
-			status: map[string]bool{"v1alpha1": true},
+			status:     map[string]bool{"v1alpha1": true},
+			shortNames: []string{"dev"},
+			columns:    []string{".spec.model", ".spec.site", ".status.online"},
+			selectable: []string{".spec.site"},
 			schema: map[string]string{
 				"spec.model":      `{"type":"string"}`,
 				"status.lastSeen": `{"type":"string","format":"date-time"}`,
@@ -62,8 +71,11 @@ func TestCRDs(t *testing.T) {
 		}, {
 			name: "fleets.fleet.example.com", kind: "Fleet", plural: "fleets", singular: "fleet",
 			scope:    apiextensionsv1.NamespaceScoped,
-			versions: []string{"v1", "v1alpha1"}, storage: "v1", // v1alpha1's +k8s:conversion-gen names v1
-			status: map[string]bool{"v1": true, "v1alpha1": true},
+			versions: []string{"v1", "v1alpha1"}, storage: "v1", // fleetapi.Fleets' version; v1alpha1's +k8s:conversion-gen names it too
+			status:     map[string]bool{"v1": true, "v1alpha1": true},
+			columns:    []string{".spec.replicas", ".spec.placement.region", ".spec.placement.zone", ".status.readyDevices"},
+			selectable: []string{".spec.placement.region"},
+			deprecated: []string{"v1alpha1"},
 			schema: map[string]string{
 				"spec.replicas": `{"type":"integer","format":"int32","default":1}`, // +default=1
 			},
@@ -207,7 +219,7 @@ func checkCRDFile(t *testing.T, file string, w wantCRD) {
 	if c.Spec.Scope != w.scope {
 		t.Errorf("%s: scope %s, want %s", file, c.Spec.Scope, w.scope)
 	}
-	var names []string
+	var names, deprecated []string
 	var storage *apiextensionsv1.CustomResourceDefinitionVersion
 	for i := range c.Spec.Versions {
 		v := &c.Spec.Versions[i]
@@ -221,12 +233,21 @@ func checkCRDFile(t *testing.T, file string, w wantCRD) {
 			}
 			storage = v
 		}
+		if v.Deprecated {
+			deprecated = append(deprecated, v.Name)
+		}
+		if !v.Storage && len(v.AdditionalPrinterColumns) > 0 && len(v.AdditionalPrinterColumns) != len(w.columns) {
+			t.Errorf("%s: version %s has other printer columns than the storage version", file, v.Name)
+		}
 		if got := v.Subresources != nil && v.Subresources.Status != nil; got != w.status[v.Name] {
 			t.Errorf("%s: version %s has a status subresource: %t, want %t", file, v.Name, got, w.status[v.Name])
 		}
 	}
 	if !reflect.DeepEqual(names, w.versions) {
 		t.Errorf("%s: versions %q, want %q", file, names, w.versions)
+	}
+	if !reflect.DeepEqual(deprecated, w.deprecated) {
+		t.Errorf("%s: deprecated versions %q, want %q", file, deprecated, w.deprecated)
 	}
 	if storage == nil {
 		t.Errorf("%s: no storage version", file)
@@ -238,6 +259,13 @@ func checkCRDFile(t *testing.T, file string, w wantCRD) {
 	}
 	if !reflect.DeepEqual(cols, w.columns) {
 		t.Errorf("%s: printer columns %q, want %q", file, cols, w.columns)
+	}
+	var sel []string
+	for _, f := range storage.SelectableFields {
+		sel = append(sel, f.JSONPath)
+	}
+	if !reflect.DeepEqual(sel, w.selectable) {
+		t.Errorf("%s: selectable fields %q, want %q", file, sel, w.selectable)
 	}
 	for path, want := range w.schema {
 		s := storage.Schema.OpenAPIV3Schema
@@ -320,7 +348,8 @@ func normalJSON(t *testing.T, s string) string {
 // TestCRDDirInFreshModule runs `go tool customapi-gen --crd-dir config/crd
 // ./apis/...` in the fresh module of freshModule, as a user does: it
 // writes config/crd/widgets.example.com_widgets.yaml (checked as in
-// TestCRDs), --verify --crd-dir passes, and fails once the YAML is edited;
+// TestCRDs; the printer columns come from the declaration in
+// cmd/widgets-server), --verify --crd-dir passes, and fails once the YAML is edited;
 // a file of the group that customapi-gen wrote and no longer generates is
 // removed, and files it did not write are left alone.
 func TestCRDDirInFreshModule(t *testing.T) {
@@ -357,7 +386,8 @@ func TestCRDDirInFreshModule(t *testing.T) {
 		name: "widgets.widgets.example.com", kind: "Widget", plural: "widgets", singular: "widget",
 		scope:    apiextensionsv1.NamespaceScoped,
 		versions: []string{"v1"}, storage: "v1",
-		status: map[string]bool{"v1": true},
+		status:  map[string]bool{"v1": true},
+		columns: []string{".spec.color", ".status.ready"}, // cmd/widgets-server's declaration
 		schema: map[string]string{
 			"spec.sizes": `{"type":"array","items":{"type":"integer","format":"int32"},"x-kubernetes-list-type":"atomic"}`,
 			"spec.extra": `{"type":"object","additionalProperties":{"type":"array","items":{"type":"string"}}}`,
