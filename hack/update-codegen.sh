@@ -5,14 +5,19 @@
 # test in those tagged +k8s:conversion-gen / +k8s:defaulter-gen) (and generated.proto/generated.pb.go in those
 # tagged +k8s:protobuf-gen=package; no protoc needed), and pkg/generated/ and
 # examples/fleet/generated/ (OpenAPI definitions, clientset, listers,
-# informers, apply configurations).
+# informers, apply configurations), and examples/fleet/config/crd (the
+# fleet kinds as CustomResourceDefinition YAML).
 #
 # To add your own API group: give its doc.go the tags +k8s:deepcopy-gen=package,
 # +k8s:openapi-gen=true, +k8s:openapi-model-package=<reverse-dns>.<group>.<version>
 # and +groupName=<group>, and put it under pkg/apis/ or examples/*/apis/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" ./pkg/apis/... ./examples/...
+go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" ./pkg/apis/...
+# The examples, with their kinds as CustomResourceDefinition YAML too
+# (examples/fleet/config/crd; pkg/apis' group "test" has no dot, so no CRD).
+go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" \
+  --crd-dir examples/fleet/config/crd ./examples/...
 # The upstream OpenAPI definitions of the built-in types customapi serves
 # (pkg/batteries): read-only inputs from k8s.io/api and k8s.io/apimachinery.
 go run ./cmd/customapi-gen --go-header-file hack/boilerplate.go.txt "$@" \
