@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -44,15 +43,7 @@ func missingConversions(file string, declared map[string]bool) ([]conversionStub
 	if err != nil {
 		return nil, nil, fmt.Errorf("parsing the generated %s: %w", file, err)
 	}
-	imports := map[string]string{}
-	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		name := filepath.Base(p)
-		if imp.Name != nil {
-			name = imp.Name.Name
-		}
-		imports[name] = p
-	}
+	imports := importNames(f)
 	funcs := map[string]*ast.FuncDecl{}
 	for _, d := range f.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil {

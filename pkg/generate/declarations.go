@@ -93,15 +93,9 @@ func declarationsOf(file string, src []byte, decls map[string]*declaration) erro
 	if err != nil {
 		return nil // not ours to report: the build will
 	}
-	imports := map[string]string{} // name in the file -> import path
+	imports := importNames(f)
 	resName := ""
-	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		n := path.Base(p)
-		if imp.Name != nil {
-			n = imp.Name.Name
-		}
-		imports[n] = p
+	for n, p := range imports {
 		if p == resourcePkg {
 			resName = n
 		}
@@ -115,34 +109,26 @@ func declarationsOf(file string, src []byte, decls map[string]*declaration) erro
 			return true
 		}
 		d := &declaration{pos: fset.Position(lit.Pos()).String()}
-		for _, e := range lit.Elts {
-			kv, ok := e.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			key, _ := kv.Key.(*ast.Ident)
-			if key == nil {
-				continue
-			}
-			switch key.Name {
+		keyed(lit, func(key string, v ast.Expr) {
+			switch key {
 			case "GroupVersionKind":
-				d.pkgPath, d.kind = gvkOf(kv.Value, imports)
+				d.pkgPath, d.kind = gvkOf(v, imports)
 			case "Plural":
-				d.plural, _ = stringLit(kv.Value)
+				d.plural, _ = stringLit(v)
 			case "Singular":
-				d.singular, _ = stringLit(kv.Value)
+				d.singular, _ = stringLit(v)
 			case "ShortNames":
-				d.shortNames = stringsLit(kv.Value)
+				d.shortNames = stringsLit(v)
 			case "Categories":
-				d.categories = stringsLit(kv.Value)
+				d.categories = stringsLit(v)
 			case "ClusterScoped":
-				d.clusterScoped = boolLit(kv.Value)
+				d.clusterScoped = boolLit(v)
 			case "StatusSubresource":
-				d.status = boolLit(kv.Value)
+				d.status = boolLit(v)
 			case "PrinterColumns":
-				d.columns = columnsLit(kv.Value)
+				d.columns = columnsLit(v)
 			case "SelectableFields":
-				if m, ok := kv.Value.(*ast.CompositeLit); ok {
+				if m, ok := v.(*ast.CompositeLit); ok {
 					for _, e := range m.Elts {
 						if kv, ok := e.(*ast.KeyValueExpr); ok {
 							if s, ok := stringLit(kv.Key); ok {
@@ -153,9 +139,9 @@ func declarationsOf(file string, src []byte, decls map[string]*declaration) erro
 					sort.Strings(d.selectable)
 				}
 			case "Versions":
-				d.versions = versionsLit(kv.Value)
+				d.versions = versionsLit(v)
 			}
-		}
+		})
 		if d.pkgPath != "" && d.kind != "" {
 			decls[d.pkgPath+"."+d.kind] = d
 		}
@@ -187,6 +173,33 @@ func gvkOf(e ast.Expr, imports map[string]string) (pkgPath, kind string) {
 		return "", ""
 	}
 	return imports[pkg.Name], k
+}
+
+// importNames maps the names a file's imports go by (the last element of
+// the path unless renamed) to their import paths.
+func importNames(f *ast.File) map[string]string {
+	imports := map[string]string{}
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		n := path.Base(p)
+		if imp.Name != nil {
+			n = imp.Name.Name
+		}
+		imports[n] = p
+	}
+	return imports
+}
+
+// keyed calls fn with each Key: value element of a composite literal whose
+// key is a field name.
+func keyed(lit *ast.CompositeLit, fn func(key string, value ast.Expr)) {
+	for _, e := range lit.Elts {
+		if kv, ok := e.(*ast.KeyValueExpr); ok {
+			if key, ok := kv.Key.(*ast.Ident); ok {
+				fn(key.Name, kv.Value)
+			}
+		}
+	}
 }
 
 func isSelector(e ast.Expr, pkg, name string) bool {
@@ -244,17 +257,9 @@ func columnsLit(e ast.Expr) []apiextensionsv1.CustomResourceColumnDefinition {
 			continue
 		}
 		var col apiextensionsv1.CustomResourceColumnDefinition
-		for _, f := range c.Elts {
-			kv, ok := f.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			key, _ := kv.Key.(*ast.Ident)
-			if key == nil {
-				continue
-			}
-			s, _ := stringLit(kv.Value)
-			switch key.Name {
+		keyed(c, func(key string, v ast.Expr) {
+			s, _ := stringLit(v)
+			switch key {
 			case "Name":
 				col.Name = s
 			case "Type":
@@ -266,13 +271,13 @@ func columnsLit(e ast.Expr) []apiextensionsv1.CustomResourceColumnDefinition {
 			case "JSONPath":
 				col.JSONPath = s
 			case "Priority":
-				if b, ok := kv.Value.(*ast.BasicLit); ok && b.Kind == token.INT {
+				if b, ok := v.(*ast.BasicLit); ok && b.Kind == token.INT {
 					if n, err := strconv.ParseInt(b.Value, 0, 32); err == nil {
 						col.Priority = int32(n)
 					}
 				}
 			}
-		}
+		})
 		if col.Name != "" && col.JSONPath != "" {
 			cols = append(cols, col)
 		}
@@ -294,26 +299,18 @@ func versionsLit(e ast.Expr) map[string]declaredVersion {
 		}
 		var name string
 		var v declaredVersion
-		for _, f := range c.Elts {
-			kv, ok := f.(*ast.KeyValueExpr)
-			if !ok {
-				continue
-			}
-			key, _ := kv.Key.(*ast.Ident)
-			if key == nil {
-				continue
-			}
-			switch key.Name {
+		keyed(c, func(key string, e ast.Expr) {
+			switch key {
 			case "Name":
-				name, _ = stringLit(kv.Value)
+				name, _ = stringLit(e)
 			case "Deprecated":
-				v.deprecated = boolIs(kv.Value)
+				v.deprecated = boolIs(e)
 			case "Removed":
-				v.removed = boolIs(kv.Value)
+				v.removed = boolIs(e)
 			case "DeprecationWarning":
-				v.warning, _ = stringLit(kv.Value)
+				v.warning, _ = stringLit(e)
 			}
-		}
+		})
 		if name != "" {
 			out[name] = v
 		}
