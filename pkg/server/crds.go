@@ -35,11 +35,6 @@ import (
 	"github.com/customapi/customapi/pkg/review"
 )
 
-// crdCollisionPlugin is the name of the validating admission plugin that
-// refuses a CustomResourceDefinition in a group the Go-typed resources
-// serve.
-const crdCollisionPlugin = "CustomResourceDefinitionGroups"
-
 // newGenericServer builds the one generic API server every group is
 // installed on. Without Options.CustomResourceDefinitions it is
 // k8s.io/apiserver's, named customapi; with them it is

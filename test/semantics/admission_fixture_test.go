@@ -50,18 +50,27 @@ type admissionServer struct {
 // (configure, if not nil, adjusts its options) for the calling test.
 func startAdmissionServer(t *testing.T, configure func(*server.Options)) admissionServer {
 	t.Helper()
-	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s, kube := startWithBatteries(t, func(o *server.Options) {
 		o.WatchCache = true
 		if configure != nil {
 			configure(o)
 		}
-	}, resources...)
+	})
+	return admissionServer{srv: s, kube: kube, doors: doorsOf(t, s, true)}
+}
+
+// startWithBatteries starts a server serving the batteries and customs
+// (configure, if not nil, adjusts its options) for the calling test, with
+// a typed client-go clientset of it.
+func startWithBatteries(t *testing.T, configure func(*server.Options)) (*customapitest.Server, kubernetes.Interface) {
+	t.Helper()
+	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
+	s := customapitest.StartWithOptions(t, configure, resources...)
 	kube, err := kubernetes.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return admissionServer{srv: s, kube: kube, doors: doorsOf(t, s, true)}
+	return s, kube
 }
 
 // namespace creates a namespace of the test's own with labels.

@@ -23,8 +23,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/customapi/customapi/pkg/apis/test/install"
-	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -84,17 +82,12 @@ func startCRServer(t *testing.T) crServer {
 // the options.
 func startCRServerWith(t *testing.T, configure func(*server.Options)) crServer {
 	t.Helper()
-	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s, kube := startWithBatteries(t, func(o *server.Options) {
 		o.CustomResourceDefinitions = true
 		if configure != nil {
 			configure(o)
 		}
-	}, resources...)
-	kube, err := kubernetes.NewForConfig(s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	ext, err := apiextensionsclient.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
