@@ -91,6 +91,7 @@ func run(m *testing.M) int {
 	srv, err = customapitest.NewServer(customapitest.Options{Configure: func(o *server.Options) {
 		o.Authorization.Mode = server.AuthorizationRBAC
 		o.Authentication.TokenAuthFile = tokens
+		o.CustomResourceDefinitions = true // for envtest's CRDDirectoryPaths (crd_test.go)
 	}}, resources...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
