@@ -2,15 +2,12 @@ package outage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
@@ -129,16 +126,7 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "20 acknowledged Gadget creates", func() bool { return acked() >= 20 })
 
-	leader, err := c.leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	killed := []*member{c.members[leader], c.members[(leader+1)%3]}
-	for _, m := range killed {
-		m.kill()
-	}
-	tKill := time.Now()
-	t.Logf("killed %s (leader) and %s with SIGKILL", killed[0].name, killed[1].name)
+	killed, tKill := loseQuorum(t, c)
 
 	waitFor(t, 10*time.Second, "/readyz to fail", func() bool {
 		a := do(ctx, s.HTTPClient, http.MethodGet, s.URL+"/readyz", nil)
@@ -146,34 +134,13 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	})
 
 	// Reads of Gadgets while quorum is lost.
-	var reads sync.WaitGroup
-	readResults := map[string]attempt{}
-	for name, url := range map[string]string{
+	waitReads := startReads(ctx, s, map[string]string{
 		"LIST resourceVersion=0 (watch cache)": s.URL + gadgets + "?resourceVersion=0",
 		"GET (from etcd)":                      s.URL + gadgets + "/first",
-	} {
-		reads.Go(func() {
-			a := do(ctx, s.HTTPClient, http.MethodGet, url, nil)
-			mu.Lock()
-			readResults[name] = a
-			mu.Unlock()
-		})
-	}
-
-	select {
-	case <-time.After(time.Until(tKill.Add(outageDuration))):
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
-	reads.Wait()
-	for _, m := range killed {
-		m.start(t)
-	}
-	tRestart := time.Now()
-	tQuorum, ok := c.waitQuorum(ctx, 30*time.Second)
-	if !ok {
-		t.Fatal("etcd did not regain quorum within 30s of the restart")
-	}
+	})
+	sleepUntil(t, tKill.Add(outageDuration))
+	readResults := waitReads()
+	tRestart, tQuorum := regainQuorum(t, c, killed)
 	var firstOK attempt
 	waitFor(t, 30*time.Second, "a Gadget create to succeed after recovery", func() bool {
 		firstOK = createGadget(ctx, s, fmt.Sprintf("probe-%d", time.Now().UnixNano()))
@@ -182,18 +149,7 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	recovery := firstOK.end.Sub(tQuorum)
 	stopWriters()
 
-	for name, a := range readResults {
-		t.Logf("Gadget %s during the outage: %d %s after %v", name, a.code, a.reason, a.took().Round(time.Millisecond))
-		if strings.Contains(name, "watch cache") {
-			if a.code != http.StatusOK {
-				t.Errorf("Gadget %s: %d %s %q, want 200 from the watch cache", name, a.code, a.reason, a.message)
-			}
-			continue
-		}
-		if !unavailable(a) || a.took() > failWithin {
-			t.Errorf("Gadget %s: %d %s %q after %v, want 503/504 naming etcd within %v", name, a.code, a.reason, a.message, a.took(), failWithin)
-		}
-	}
+	checkOutageReads(t, readResults, failWithin)
 
 	ackedGadgets := map[string]string{first.name: first.uid, firstOK.name: firstOK.uid}
 	fails := map[string][]time.Duration{}
@@ -225,27 +181,7 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	}
 
 	// The acknowledged Gadgets are in etcd, where customapi keeps CRs.
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := c.client.Get(rctx, "/registry/outage.example.com/gadgets/default/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]string{}
-	for _, kv := range resp.Kvs {
-		var ans answer
-		if err := json.Unmarshal(kv.Value, &ans); err != nil {
-			t.Fatalf("%s: %v", kv.Key, err)
-		}
-		stored[ans.Metadata.Name] = ans.Metadata.UID
-	}
-	lost := 0
-	for name, uid := range ackedGadgets {
-		if stored[name] != uid {
-			lost++
-			t.Errorf("acknowledged Gadget %s (uid %s) is not in etcd (found uid %q)", name, uid, stored[name])
-		}
-	}
+	lost := checkAcknowledged(t, ackedGadgets, storedUIDs(t, c, "/registry/outage.example.com/gadgets/default/"))
 	for _, kind := range []string{"gadget", "custom"} {
 		t.Logf("%s creates: %d answered during the outage; failures: %s", kind, during[kind], distribution(fails[kind]))
 	}

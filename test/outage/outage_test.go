@@ -204,17 +204,7 @@ func TestQuorumLoss(t *testing.T) {
 	t.Cleanup(stopWriters)
 	waitFor(t, 30*time.Second, "30 acknowledged creates", func() bool { return acked.Load() >= 30 })
 
-	// Lose quorum: kill the leader and one follower.
-	leader, err := c.leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	killed := []*member{c.members[leader], c.members[(leader+1)%3]}
-	for _, m := range killed {
-		m.kill()
-	}
-	tKill := time.Now()
-	t.Logf("killed %s (leader) and %s with SIGKILL", killed[0].name, killed[1].name)
+	killed, tKill := loseQuorum(t, c)
 
 	// /readyz goes red.
 	var readyzRed time.Duration
@@ -230,36 +220,15 @@ func TestQuorumLoss(t *testing.T) {
 	// Reads while quorum is lost: the watch cache answers
 	// resourceVersion=0; consistent reads fail fast.
 	list := s.URL + "/apis/test/v1/namespaces/default/customs"
-	var reads sync.WaitGroup
-	readResults := map[string]attempt{}
-	for name, url := range map[string]string{
+	waitReads := startReads(ctx, s, map[string]string{
 		"LIST resourceVersion=0 (watch cache)": list + "?resourceVersion=0",
 		"LIST resourceVersion= (consistent)":   list,
 		"GET (from etcd)":                      list + "/w0-0",
-	} {
-		reads.Go(func() {
-			a := do(ctx, s.HTTPClient, http.MethodGet, url, nil)
-			mu.Lock()
-			readResults[name] = a
-			mu.Unlock()
-		})
-	}
-
-	select {
-	case <-time.After(time.Until(tKill.Add(outageDuration))):
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
-	reads.Wait()
+	})
+	sleepUntil(t, tKill.Add(outageDuration))
+	readResults := waitReads()
 	tOutageLogEnd := time.Now()
-	for _, m := range killed {
-		m.start(t)
-	}
-	tRestart := time.Now()
-	tQuorum, ok := c.waitQuorum(ctx, 30*time.Second)
-	if !ok {
-		t.Fatal("etcd did not regain quorum within 30s of the restart")
-	}
+	tRestart, tQuorum := regainQuorum(t, c, killed)
 	// A new create after quorum returns.
 	var firstOK attempt
 	waitFor(t, 30*time.Second, "a create to succeed after recovery", func() bool {
@@ -273,19 +242,7 @@ func TestQuorumLoss(t *testing.T) {
 	})
 	stopWriters()
 
-	// Reads during the outage.
-	for name, a := range readResults {
-		t.Logf("%s during the outage: %d %s after %v", name, a.code, a.reason, a.took().Round(time.Millisecond))
-		if strings.Contains(name, "watch cache") {
-			if a.code != http.StatusOK {
-				t.Errorf("%s: %d %s %q, want 200 from the watch cache", name, a.code, a.reason, a.message)
-			}
-			continue
-		}
-		if !unavailable(a) || a.took() > failWithin {
-			t.Errorf("%s: %d %s %q after %v, want 503/504 naming etcd within %v", name, a.code, a.reason, a.message, a.took(), failWithin)
-		}
-	}
+	checkOutageReads(t, readResults, failWithin)
 
 	// Writes: every failure is 503/504 within 10 s; none started after the
 	// kill and ended before quorum returned succeeded.
@@ -326,27 +283,8 @@ func TestQuorumLoss(t *testing.T) {
 	}
 
 	// No acknowledged create is lost: read etcd itself.
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := c.client.Get(rctx, "/registry/test/customs/default/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]string{}
-	for _, kv := range resp.Kvs {
-		var ans answer
-		if err := json.Unmarshal(kv.Value, &ans); err != nil {
-			t.Fatalf("%s: %v", kv.Key, err)
-		}
-		stored[ans.Metadata.Name] = ans.Metadata.UID
-	}
-	lost := 0
-	for name, uid := range ackedNames {
-		if stored[name] != uid {
-			lost++
-			t.Errorf("acknowledged create %s (uid %s) is not in etcd (found uid %q)", name, uid, stored[name])
-		}
-	}
+	stored := storedUIDs(t, c, "/registry/test/customs/default/")
+	lost := checkAcknowledged(t, ackedNames, stored)
 	for _, name := range failedNames {
 		if _, ok := stored[name]; ok {
 			ambiguous++
@@ -368,6 +306,122 @@ func TestQuorumLoss(t *testing.T) {
 	t.Logf("writes: %d attempted, %d acknowledged, %d lost; %d failed, of which %d were committed anyway (ambiguous 504s)",
 		len(attempts)+1, len(ackedNames), lost, failed, ambiguous)
 	t.Logf("log: %d 'watch chan error' lines in %.1fs of outage", logLines, outageSeconds)
+}
+
+// startReads sends a GET of each url (by name) at once, in the background;
+// the function returned waits for their answers.
+func startReads(ctx context.Context, s *customapitest.Server, urls map[string]string) (wait func() map[string]attempt) {
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		results = map[string]attempt{}
+	)
+	for name, url := range urls {
+		wg.Go(func() {
+			a := do(ctx, s.HTTPClient, http.MethodGet, url, nil)
+			mu.Lock()
+			results[name] = a
+			mu.Unlock()
+		})
+	}
+	return func() map[string]attempt {
+		wg.Wait()
+		return results
+	}
+}
+
+// sleepUntil returns at deadline, or fails the test if it ends first.
+func sleepUntil(t *testing.T, deadline time.Time) {
+	t.Helper()
+	select {
+	case <-time.After(time.Until(deadline)):
+	case <-t.Context().Done():
+		t.Fatal(t.Context().Err())
+	}
+}
+
+// loseQuorum kills the leader and one follower with SIGKILL and returns
+// them and when.
+func loseQuorum(t *testing.T, c *cluster) ([]*member, time.Time) {
+	t.Helper()
+	leader, err := c.leader(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := []*member{c.members[leader], c.members[(leader+1)%3]}
+	for _, m := range killed {
+		m.kill()
+	}
+	t.Logf("killed %s (leader) and %s with SIGKILL", killed[0].name, killed[1].name)
+	return killed, time.Now()
+}
+
+// regainQuorum restarts the killed members and returns when, and when the
+// cluster served a linearizable read again.
+func regainQuorum(t *testing.T, c *cluster, killed []*member) (tRestart, tQuorum time.Time) {
+	t.Helper()
+	for _, m := range killed {
+		m.start(t)
+	}
+	tRestart = time.Now()
+	tQuorum, ok := c.waitQuorum(t.Context(), 30*time.Second)
+	if !ok {
+		t.Fatal("etcd did not regain quorum within 30s of the restart")
+	}
+	return tRestart, tQuorum
+}
+
+// checkOutageReads checks reads made while quorum was lost, by name: a
+// name saying "watch cache" wants 200, any other 503/504 naming etcd
+// within failWithin.
+func checkOutageReads(t *testing.T, reads map[string]attempt, failWithin time.Duration) {
+	t.Helper()
+	for name, a := range reads {
+		t.Logf("%s during the outage: %d %s after %v", name, a.code, a.reason, a.took().Round(time.Millisecond))
+		if strings.Contains(name, "watch cache") {
+			if a.code != http.StatusOK {
+				t.Errorf("%s: %d %s %q, want 200 from the watch cache", name, a.code, a.reason, a.message)
+			}
+			continue
+		}
+		if !unavailable(a) || a.took() > failWithin {
+			t.Errorf("%s: %d %s %q after %v, want 503/504 naming etcd within %v", name, a.code, a.reason, a.message, a.took(), failWithin)
+		}
+	}
+}
+
+// storedUIDs reads the objects under an etcd key prefix (JSON) and returns
+// their uids by name.
+func storedUIDs(t *testing.T, c *cluster, prefix string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := c.client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	for _, kv := range resp.Kvs {
+		var ans answer
+		if err := json.Unmarshal(kv.Value, &ans); err != nil {
+			t.Fatalf("%s: %v", kv.Key, err)
+		}
+		stored[ans.Metadata.Name] = ans.Metadata.UID
+	}
+	return stored
+}
+
+// checkAcknowledged fails the test for each acknowledged create (uid by
+// name) that is not stored, and returns how many are not.
+func checkAcknowledged(t *testing.T, acked, stored map[string]string) (lost int) {
+	t.Helper()
+	for name, uid := range acked {
+		if stored[name] != uid {
+			lost++
+			t.Errorf("acknowledged create %s (uid %s) is not in etcd (found uid %q)", name, uid, stored[name])
+		}
+	}
+	return lost
 }
 
 // distribution summarizes durations as count, p50 and max.
