@@ -53,8 +53,8 @@ func createGadget(ctx context.Context, s *customapitest.Server, name string) att
 // acknowledged Gadget is in etcd under /registry/<group>/<plural>/.
 func TestQuorumLossCustomResources(t *testing.T) {
 	const (
-		writers        = 3 // of each kind
-		outageDuration = 15 * time.Second
+		writers        = 3                // of each kind
+		outageDuration = 20 * time.Second // two rounds of 7-8 s failures, as TestQuorumLoss
 		failWithin     = 10 * time.Second
 		recoverWithin  = 2 * time.Second
 	)
