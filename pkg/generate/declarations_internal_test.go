@@ -84,3 +84,68 @@ var Ignored = res.Resource{GroupVersionKind: gvk}
 		t.Errorf("%d declarations, want 2 (a GroupVersionKind that is not <pkg>.SchemeGroupVersion.WithKind(\"Kind\") is skipped)", len(decls))
 	}
 }
+
+// TestApplyDeclaration checks that a declaration fills in what the markers
+// leave unset and leaves alone what they decide.
+func TestApplyDeclaration(t *testing.T) {
+	yes := true
+	decl := &declaration{
+		plural: "widgetses", shortNames: []string{"wd"}, clusterScoped: &yes,
+		columns:    []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Color", Type: "string", JSONPath: ".spec.color"}},
+		selectable: []string{".spec.color"},
+		versions:   map[string]declaredVersion{"v1beta1": {deprecated: true, warning: "use v1"}},
+	}
+	markerColumn := apiextensionsv1.CustomResourceColumnDefinition{Name: "Size", Type: "integer", JSONPath: ".spec.size"}
+	base := func() *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "widgets.example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Widget", Plural: "widgets", Singular: "widget", ShortNames: []string{"w"}},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true, AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{markerColumn}},
+				{Name: "v1beta1", Served: true, AdditionalPrinterColumns: []apiextensionsv1.CustomResourceColumnDefinition{markerColumn}},
+			},
+		}}
+	}
+	for _, tc := range []struct {
+		name              string
+		markers           kindMarkers
+		plural, crdName   string
+		shortNames        []string
+		scope             apiextensionsv1.ResourceScope
+		column            string // v1's first column
+		selectable        int    // v1's selectable fields
+		deprecatedV1beta1 bool
+		warningV1beta1    string
+	}{{
+		name:   "no markers: the declaration decides",
+		plural: "widgetses", crdName: "widgetses.widgets.example.com", shortNames: []string{"wd"},
+		scope: apiextensionsv1.ClusterScoped, column: "Color", selectable: 1,
+		deprecatedV1beta1: true, warningV1beta1: "use v1",
+	}, {
+		name:    "markers decide",
+		markers: kindMarkers{resource: true, path: true, scope: true, columns: true, selectable: true},
+		plural:  "widgets", crdName: "widgets.widgets.example.com", shortNames: []string{"w"},
+		scope: apiextensionsv1.NamespaceScoped, column: "Size", selectable: 0,
+		deprecatedV1beta1: true, warningV1beta1: "use v1",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base()
+			applyDeclaration(c, decl, tc.markers)
+			n := c.Spec.Names
+			if n.Plural != tc.plural || c.Name != tc.crdName || !reflect.DeepEqual(n.ShortNames, tc.shortNames) || c.Spec.Scope != tc.scope {
+				t.Errorf("plural %s, name %s, shortNames %q, scope %s; want %s, %s, %q, %s", n.Plural, c.Name, n.ShortNames, c.Spec.Scope, tc.plural, tc.crdName, tc.shortNames, tc.scope)
+			}
+			v1, v1beta1 := c.Spec.Versions[0], c.Spec.Versions[1]
+			if got := v1.AdditionalPrinterColumns[0].Name; got != tc.column {
+				t.Errorf("v1's first column %s, want %s", got, tc.column)
+			}
+			if len(v1.SelectableFields) != tc.selectable {
+				t.Errorf("v1's selectable fields %v, want %d", v1.SelectableFields, tc.selectable)
+			}
+			if v1beta1.Deprecated != tc.deprecatedV1beta1 || v1beta1.DeprecationWarning == nil || *v1beta1.DeprecationWarning != tc.warningV1beta1 {
+				t.Errorf("v1beta1 deprecated %t, warning %v; want %t, %q", v1beta1.Deprecated, v1beta1.DeprecationWarning, tc.deprecatedV1beta1, tc.warningV1beta1)
+			}
+		})
+	}
+}
