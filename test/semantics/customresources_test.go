@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,11 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/server"
@@ -378,6 +381,58 @@ func TestCustomResourcesStorageRules(t *testing.T) {
 			}
 			if size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); size != 7 {
 				t.Errorf("read back spec.size %d, want 7", size)
+			}
+		})
+	}
+}
+
+// TestCustomResourcesAdmission: a ValidatingAdmissionPolicy matching a
+// custom resource applies to it through both doors (the same admission
+// chain as the Go types), with kube's 422 and message.
+func TestCustomResourcesAdmission(t *testing.T) {
+	c := startCRServer(t)
+	regs := c.kube.AdmissionregistrationV1()
+	ctx := t.Context()
+	const policy, binding = "widget-size", "widget-size-binding"
+	if _, err := regs.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.size != 42", Message: "42 is not a widget size"}},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regs.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: binding},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const denied = "ValidatingAdmissionPolicy '" + policy + "' with binding '" + binding + "' denied request: 42 is not a widget size"
+	probes := c.srv.Dynamic.Resource(widgets).Namespace("default")
+	eventually(t, "policy in effect", func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, widget("probe-"+rand.String(5), map[string]any{"size": int64(42)}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), denied), nil
+	})
+	for name, dyn := range c.crDoors(t) {
+		t.Run(name, func(t *testing.T) {
+			ws := dyn.Resource(widgets).Namespace("default")
+			_, err := ws.Create(t.Context(), widget("w42-"+name, map[string]any{"size": int64(42)}), metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), denied) {
+				t.Errorf("size 42: %v, want 422 %q", err, denied)
+			}
+			if _, err := ws.Create(t.Context(), widget("w41-"+name, map[string]any{"size": int64(41)}), metav1.CreateOptions{}); err != nil {
+				t.Errorf("size 41: %v", err)
 			}
 		})
 	}
