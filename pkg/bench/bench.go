@@ -83,8 +83,9 @@ type Config struct {
 	Admission []string
 
 	// CPUProfileDir, if set, receives CPU profiles of the server under the
-	// create and list workloads (self: from the server's /debug/pprof;
-	// inprocess: of this process), ProfileSeconds long each.
+	// create and list workloads (self and kubeconfig targets: from the
+	// server's /debug/pprof, which kube-apiserver serves by default, as
+	// --profiling; inprocess: of this process), ProfileSeconds long each.
 	CPUProfileDir  string
 	ProfileSeconds int
 
@@ -306,6 +307,9 @@ func openTargetFor(ctx context.Context, cfg Config, enc wireEncoding, name, tmp 
 		}
 		r.target = t
 		r.apiVer, r.kind = cfg.Resource.GroupVersion().String(), t.kind
+		o.profile = func(ctx context.Context, file string, work func(context.Context) error) error {
+			return profileServer(ctx, t, file, cfg.ProfileSeconds, work)
+		}
 	}
 	o.closers = append(o.closers, func() { _ = r.target.Close() })
 
@@ -525,7 +529,8 @@ func profileSelf(ctx context.Context, file string, seconds int, work func(contex
 }
 
 // profileServer fetches /debug/pprof/profile from the server while work
-// runs.
+// runs. Errors: the request's, an answer other than 200 (a server without
+// profiling, or a user not allowed /debug/pprof), writing file, or work's.
 func profileServer(ctx context.Context, t *httpTarget, file string, seconds int, work func(context.Context) error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
@@ -536,7 +541,10 @@ func profileServer(ctx context.Context, t *httpTarget, file string, seconds int,
 		return err
 	}
 	resp, err := t.client.Do(req)
-	if err == nil {
+	if err == nil && resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		err = fmt.Errorf("%s: /debug/pprof/profile answered %s", t.Name(), resp.Status)
+	} else if err == nil {
 		defer resp.Body.Close()
 		var f *os.File
 		if f, err = os.Create(file); err == nil {
