@@ -25,6 +25,8 @@ func newServeCommand(cfg Config) *cobra.Command {
 	opts.Authorization.Mode = server.AuthorizationRBAC
 	// And it serves CustomResourceDefinitions beside the Go types.
 	opts.CustomResourceDefinitions = true
+	// And collects garbage, as a cluster does.
+	opts.GarbageCollector = true
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries

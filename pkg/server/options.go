@@ -84,6 +84,14 @@ type Options struct {
 	// authorization. A CRD in a group a Go-typed resource serves is
 	// refused (422). See docs/serving.md, "Custom resources".
 	CustomResourceDefinitions bool
+	// GarbageCollector runs the garbage collector
+	// (pkg/controllers/garbagecollector: owners' deletion cascades to
+	// their dependents, propagationPolicy Background, Foreground and
+	// Orphan) over every served resource, with a Lease in kube-system so
+	// that one replica collects at a time (--enable-garbage-collector,
+	// kube-controller-manager's flag; false by default in Go, true in
+	// `customapi serve`). See docs/serving.md, "Garbage collection".
+	GarbageCollector bool
 
 	// RequestTimeout bounds the time a request other than a watch or
 	// another long-running one may take (--request-timeout, as
@@ -142,6 +150,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "The longest a request other than a watch may take before it is answered 504 Timeout; a request's ?timeout= may shorten it. A request body still arriving ends shortly before, with 408.")
 	o.addAuditFlags(fs)
 	o.Admission.AddFlags(fs)
+	fs.BoolVar(&o.GarbageCollector, "enable-garbage-collector", o.GarbageCollector, "Delete objects whose owners (metadata.ownerReferences) are gone, and finish foreground and orphan deletes, as kube-controller-manager's garbage collector.")
 	fs.BoolVar(&o.CustomResourceDefinitions, "custom-resource-definitions", o.CustomResourceDefinitions, "Serve apiextensions.k8s.io/v1 CustomResourceDefinitions and their custom resources beside the compiled-in types.")
 }
 
@@ -192,6 +201,9 @@ func (o *Options) registryConfig(dataDir string) registry.Config {
 	var rc registry.Config
 	o.Storage.ApplyTo(&rc.Storage)
 	rc.Storage.DisableWatchCache = !o.WatchCache
+	// The stores honour Foreground and Orphan deletes when a collector
+	// finishes them.
+	rc.Storage.EnableGarbageCollection = o.GarbageCollector
 	if !o.Storage.Etcd.External() {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(dataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
 	}

@@ -226,6 +226,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}); err != nil {
 		return nil, err
 	}
+	if err := s.addGarbageCollector(); err != nil {
+		return nil, err
+	}
 	loopbackToken := gc.LoopbackClientConfig.BearerToken
 	if err := s.generic.AddPostStartHook("customapi-ready", func(hc genericapiserver.PostStartHookContext) error {
 		go s.notifyReady(hc, loopbackToken)

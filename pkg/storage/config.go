@@ -85,6 +85,16 @@ type Config struct {
 	// by the objects it returns (the in-flight seats of
 	// server.LimitOptions). nil: counts are not polled.
 	ObjectCounts flowcontrolrequest.StorageObjectCountTracker
+	// EnableGarbageCollection makes deletes honour propagationPolicy
+	// Foreground and Orphan (and the deprecated orphanDependents) as
+	// kube-apiserver's stores do with a garbage collector: the object
+	// gets deletionTimestamp and the finalizer foregroundDeletion or
+	// orphan, and stays until the garbage collector removes it; a
+	// resource's default policy is Background. Set it only when a garbage
+	// collector runs (pkg/controllers/garbagecollector): without one,
+	// such deletes never finish. false: every delete is immediate, its
+	// dependents untouched.
+	EnableGarbageCollection bool
 	// CountPollPeriod is how often ObjectCounts is told the counts
 	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
 	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
@@ -184,6 +194,7 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		transformers: c.Transformers,
 		counts:       c.ObjectCounts,
 		countPeriod:  effectiveTimeout(c.CountPollPeriod, DefaultCountPollPeriod),
+		gc:           c.EnableGarbageCollection,
 	}, nil
 }
 
@@ -209,6 +220,7 @@ type restOptionsGetter struct {
 	transformers              value.ResourceTransformers                   // nil: none
 	counts                    flowcontrolrequest.StorageObjectCountTracker // nil: no polling
 	countPeriod               time.Duration
+	gc                        bool // Config.EnableGarbageCollection
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -303,6 +315,7 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, codec runt
 				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout}
 			}),
 		DeleteCollectionWorkers: 1,
+		EnableGarbageCollection: g.gc,
 		ResourcePrefix:          ResourcePrefix(gr),
 	}
 	if g.counts != nil && g.countPeriod > 0 {

@@ -1,0 +1,333 @@
+package garbagecollector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Defaults of Config.
+const (
+	DefaultWorkers           = 8
+	DefaultDiscoveryInterval = 10 * time.Second
+	// maxUnresolvedRetries is how often an owner reference to a kind the
+	// server does not serve is retried (discovery may not know a new
+	// CustomResourceDefinition yet) before it is reported and left alone.
+	maxUnresolvedRetries = 5
+)
+
+// DefaultIgnoredResources are the resources the collector does not watch,
+// as kube's collector: events (they expire instead).
+var DefaultIgnoredResources = []schema.GroupResource{
+	{Group: "", Resource: "events"},
+	{Group: "events.k8s.io", Resource: "events"},
+}
+
+// Config configures a Collector.
+type Config struct {
+	// Config reaches the server whose objects are collected, with the
+	// right to list, watch, get, patch and delete every resource (the
+	// server's in-process door, server.Server.InProcessConfig).
+	Config *rest.Config
+	// Workers deleting and orphaning in parallel; 0 means DefaultWorkers.
+	Workers int
+	// DiscoveryInterval is how often the served resources are listed
+	// again (a new CustomResourceDefinition's objects are collected from
+	// the next listing on); 0 means DefaultDiscoveryInterval.
+	DiscoveryInterval time.Duration
+	// IgnoredResources are not watched; nil means DefaultIgnoredResources.
+	IgnoredResources []schema.GroupResource
+	// Events, when true, records warning events (core v1) about invalid
+	// owner references on the dependent (kube's OwnerRefInvalidNamespace).
+	Events bool
+}
+
+// Collector is the garbage collector (see the package documentation).
+type Collector struct {
+	cfg       Config
+	metadata  metadata.Interface
+	discovery discovery.DiscoveryInterface
+	recorder  record.EventRecorder // nil without Config.Events
+	events    record.EventBroadcaster
+
+	graph           *graph
+	graphChanges    workqueue.TypedInterface[*event]
+	attemptToDelete workqueue.TypedRateLimitingInterface[types.UID]
+	attemptToOrphan workqueue.TypedRateLimitingInterface[types.UID]
+
+	mu       sync.RWMutex
+	kinds    map[schema.GroupKind]servedResource            // from discovery
+	monitors map[schema.GroupVersionResource]*monitor      // running informers
+	served   map[schema.GroupVersionResource]servedResource // what discovery listed last
+}
+
+type servedResource struct {
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind
+	namespaced bool
+}
+
+type monitor struct {
+	informer cache.SharedIndexInformer
+	stop     chan struct{}
+}
+
+// New returns a collector for cfg.Config's server. Errors: a config
+// client-go cannot use.
+func New(cfg Config) (*Collector, error) {
+	if cfg.Config == nil {
+		return nil, errors.New("garbage collector: a rest.Config is required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.DiscoveryInterval <= 0 {
+		cfg.DiscoveryInterval = DefaultDiscoveryInterval
+	}
+	if cfg.IgnoredResources == nil {
+		cfg.IgnoredResources = DefaultIgnoredResources
+	}
+	md, err := metadata.NewForConfig(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	c := &Collector{
+		cfg: cfg, metadata: md, discovery: dc,
+		graph:        newGraph(),
+		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "customapi-gc-graph"}),
+		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "customapi-gc-delete"}),
+		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "customapi-gc-orphan"}),
+		kinds:    map[schema.GroupKind]servedResource{},
+		monitors: map[schema.GroupVersionResource]*monitor{},
+		served:   map[schema.GroupVersionResource]servedResource{},
+	}
+	if cfg.Events {
+		kube, err := kubernetes.NewForConfig(cfg.Config)
+		if err != nil {
+			return nil, fmt.Errorf("garbage collector: %w", err)
+		}
+		c.events = record.NewBroadcaster()
+		c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+		c.recorder = c.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "garbage-collector-controller"})
+	}
+	return c, nil
+}
+
+// Run collects until ctx ends, then returns once its goroutines have: it
+// lists the served resources, watches each (metadata only), builds the
+// dependency graph, and once every watch has listed starts the workers.
+// A Collector runs once.
+func (c *Collector) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("garbage-collector")
+	ctx = klog.NewContext(ctx, logger)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer func() {
+		c.graphChanges.ShutDown()
+		c.attemptToDelete.ShutDown()
+		c.attemptToOrphan.ShutDown()
+		c.stopMonitors()
+		if c.events != nil {
+			c.events.Shutdown()
+		}
+	}()
+	// The first listing, retried until the server answers.
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.syncMonitors(ctx); err != nil {
+			logger.Info("Listing the served resources failed; retrying", "err", err)
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return
+	}
+	wg.Go(func() { c.runGraphBuilder(ctx) })
+	if !c.waitMonitorsSynced(ctx) {
+		return
+	}
+	logger.Info("Garbage collector started", "resources", c.monitorCount())
+	wg.Go(func() {
+		wait.UntilWithContext(ctx, func(ctx context.Context) {
+			if err := c.syncMonitors(ctx); err != nil {
+				logger.Info("Listing the served resources failed", "err", err)
+			}
+		}, c.cfg.DiscoveryInterval)
+	})
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processQueue(ctx, c.attemptToDelete, c.attemptToDeleteItem) {
+			}
+		})
+		wg.Go(func() {
+			for c.processQueue(ctx, c.attemptToOrphan, c.attemptToOrphanItem) {
+			}
+		})
+	}
+	<-ctx.Done()
+}
+
+// processQueue handles one item of q with fn; false once q is shut down.
+func (c *Collector) processQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.UID], fn func(context.Context, types.UID) error) bool {
+	uid, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(uid)
+	err := fn(ctx, uid)
+	switch {
+	case err == nil:
+		q.Forget(uid)
+	case ctx.Err() != nil:
+	case errors.Is(err, errUnresolved) && q.NumRequeues(uid) >= maxUnresolvedRetries:
+		q.Forget(uid)
+	default:
+		if !apierrors.IsConflict(err) && !errors.Is(err, errUnresolved) {
+			klog.FromContext(ctx).Error(err, "Garbage collection of an object failed; retrying", "uid", uid)
+		}
+		q.AddRateLimited(uid)
+	}
+	return true
+}
+
+// syncMonitors lists the served resources (discovery's preferred versions)
+// and watches each that can be listed, watched, patched and deleted,
+// stopping the watches of resources no longer served.
+func (c *Collector) syncMonitors(ctx context.Context) error {
+	lists, err := c.discovery.ServerPreferredResources()
+	if err != nil && len(lists) == 0 {
+		return err
+	}
+	// A group that failed discovery keeps its monitors (its kinds too).
+	var failed map[schema.GroupVersion]error
+	if gdf := (*discovery.ErrGroupDiscoveryFailed)(nil); errors.As(err, &gdf) {
+		failed = gdf.Groups
+	}
+	served := map[schema.GroupVersionResource]servedResource{}
+	kinds := map[schema.GroupKind]servedResource{}
+	for _, list := range discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"delete", "get", "list", "patch", "watch"}}, lists) {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if slices.Contains(c.cfg.IgnoredResources, schema.GroupResource{Group: gv.Group, Resource: r.Name}) {
+				continue
+			}
+			sr := servedResource{gvr: gv.WithResource(r.Name), gvk: gv.WithKind(r.Kind), namespaced: r.Namespaced}
+			served[sr.gvr] = sr
+			kinds[sr.gvk.GroupKind()] = sr
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for gvr, m := range c.monitors {
+		if _, ok := served[gvr]; ok {
+			continue
+		}
+		if _, ok := failed[gvr.GroupVersion()]; ok {
+			served[gvr] = c.served[gvr]
+			kinds[c.served[gvr].gvk.GroupKind()] = c.served[gvr]
+			continue
+		}
+		close(m.stop)
+		delete(c.monitors, gvr)
+	}
+	for gvr, sr := range served {
+		if _, ok := c.monitors[gvr]; ok {
+			continue
+		}
+		c.monitors[gvr] = c.startMonitor(sr)
+	}
+	c.served, c.kinds = served, kinds
+	return nil
+}
+
+// startMonitor watches the metadata of sr's objects into the graph.
+func (c *Collector) startMonitor(sr servedResource) *monitor {
+	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, sr.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	gvk := sr.gvk
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				c.graphChanges.Add(&event{typ: addEvent, obj: m, gvk: gvk})
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				c.graphChanges.Add(&event{typ: updateEvent, obj: m, gvk: gvk})
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				c.graphChanges.Add(&event{typ: deleteEvent, obj: m, gvk: gvk})
+			}
+		},
+	})
+	m := &monitor{informer: inf, stop: make(chan struct{})}
+	go inf.Run(m.stop)
+	return m
+}
+
+func (c *Collector) stopMonitors() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for gvr, m := range c.monitors {
+		close(m.stop)
+		delete(c.monitors, gvr)
+	}
+}
+
+func (c *Collector) monitorCount() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.monitors)
+}
+
+// waitMonitorsSynced waits until every monitor has listed its resource.
+func (c *Collector) waitMonitorsSynced(ctx context.Context) bool {
+	c.mu.RLock()
+	synced := make([]cache.InformerSynced, 0, len(c.monitors))
+	for _, m := range c.monitors {
+		synced = append(synced, m.informer.HasSynced)
+	}
+	c.mu.RUnlock()
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// resourceFor returns the served resource of gk (in its preferred version).
+func (c *Collector) resourceFor(gk schema.GroupKind) (servedResource, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sr, ok := c.kinds[gk]
+	return sr, ok
+}

@@ -1,0 +1,312 @@
+package garbagecollector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// errUnresolved: an owner reference names a kind the server does not
+// serve (yet); retried a few times, then reported and left alone.
+var errUnresolved = errors.New("an owner reference names a kind the server does not serve")
+
+// Event reasons, kube's.
+const (
+	reasonInvalidNamespace = "OwnerRefInvalidNamespace"
+	reasonInvalidKind      = "OwnerRefInvalidKind"
+)
+
+// attemptToDeleteItem decides about one node, as kube's attemptToDeleteItem:
+// a virtual node is checked to exist; an owner deleting its dependents in
+// the foreground loses its finalizer once no blocking dependent is left; a
+// dependent whose owners are all gone is deleted (in the foreground when
+// an owner waits for its dependents and it has dependents of its own), and
+// one with some owners left loses the references to the others.
+func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) error {
+	n, ok := c.graph.snapshot(uid)
+	if !ok {
+		return nil
+	}
+	sr, ok := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+	if !ok {
+		if n.virtual {
+			return nil // an owner of an unserved kind: its dependents report it
+		}
+		return errUnresolved
+	}
+	ns := ""
+	if sr.namespaced {
+		ns = n.ref.Namespace
+	}
+	latest, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && latest.UID != uid):
+		if n.virtual {
+			c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
+		}
+		return nil // an observed node: its monitor reports the deletion
+	case err != nil:
+		return err
+	case n.virtual:
+		return nil // it exists: its monitor will observe it
+	}
+	if latest.DeletionTimestamp != nil {
+		if !slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents) {
+			return nil // being deleted
+		}
+		return c.processDeletingDependents(ctx, n, latest)
+	}
+	if len(latest.OwnerReferences) == 0 {
+		return nil
+	}
+	solid, dangling, waiting, err := c.classifyOwners(ctx, n, sr.namespaced, latest)
+	if err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	switch {
+	case len(solid) > 0:
+		if len(dangling)+len(waiting) == 0 {
+			return nil
+		}
+		gone := map[types.UID]bool{}
+		for _, r := range append(dangling, waiting...) {
+			gone[r.UID] = true
+		}
+		keep := slices.DeleteFunc(slices.Clone(latest.OwnerReferences), func(r metav1.OwnerReference) bool { return gone[r.UID] })
+		logger.V(2).Info("Removing owner references to absent owners", "object", n.ref, "absent", len(gone))
+		return c.patchOwnerReferences(ctx, sr, latest, keep)
+	case len(waiting) > 0 && len(c.graph.dependentsOf(uid)) > 0:
+		// Its owners wait for it, and it has dependents: delete it in the
+		// foreground so that they go first. When one of them is itself
+		// deleting its dependents, its references to the waiting owners
+		// stop blocking them, to break a possible cycle (kube's rule).
+		cycle := slices.ContainsFunc(c.graph.dependentsOf(uid), func(d *node) bool {
+			dn, ok := c.graph.snapshot(d.ref.UID)
+			return ok && dn.deletingDependents
+		})
+		refs := slices.Clone(latest.OwnerReferences)
+		changed := false
+		for i := range refs {
+			if cycle && slices.ContainsFunc(waiting, func(w metav1.OwnerReference) bool { return w.UID == refs[i].UID }) && blocks(refs[i]) {
+				refs[i].BlockOwnerDeletion = new(bool)
+				changed = true
+			}
+		}
+		if changed {
+			if err := c.patchOwnerReferences(ctx, sr, latest, refs); err != nil {
+				return err
+			}
+		}
+		return c.deleteObject(ctx, sr, latest, metav1.DeletePropagationForeground)
+	default:
+		policy := metav1.DeletePropagationBackground
+		switch {
+		case slices.Contains(latest.Finalizers, metav1.FinalizerOrphanDependents):
+			policy = metav1.DeletePropagationOrphan
+		case slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents):
+			policy = metav1.DeletePropagationForeground
+		}
+		logger.V(2).Info("Deleting an object whose owners are gone", "object", n.ref, "propagationPolicy", policy)
+		return c.deleteObject(ctx, sr, latest, policy)
+	}
+}
+
+// classifyOwners sorts the owner references of latest (the object of node
+// n, of a namespaced resource or not): solid (the owner exists and is not
+// waiting for its dependents, or the reference is invalid and so never
+// acted on), dangling (no owner of that name, or one with another uid) and
+// waiting (the owner is being deleted in the foreground).
+func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool, latest *metav1.PartialObjectMetadata) (solid, dangling, waiting []metav1.OwnerReference, err error) {
+	for _, ref := range latest.OwnerReferences {
+		sr, ok := c.resourceFor(metav1GroupKind(ref))
+		if !ok {
+			c.warn(n.ref, reasonInvalidKind, fmt.Sprintf("ownerRef [%s, name: %s, uid: %s] names a kind the server does not serve", refKind(ref), ref.Name, ref.UID))
+			solid = append(solid, ref)
+			continue
+		}
+		if sr.namespaced && !namespaced {
+			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: , name: %s, uid: %s] does not exist in namespace %q: a cluster-scoped object cannot be owned by a namespaced one", refKind(ref), ref.Name, ref.UID, latest.Namespace))
+			solid = append(solid, ref)
+			continue
+		}
+		ns := ""
+		if sr.namespaced {
+			ns = latest.Namespace
+		}
+		if seen, ok := c.graph.namespaceOf(ref.UID); ok && sr.namespaced && seen != ns {
+			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+			solid = append(solid, ref)
+			continue
+		}
+		owner, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			dangling = append(dangling, ref)
+		case err != nil:
+			return nil, nil, nil, err
+		case owner.UID != ref.UID:
+			dangling = append(dangling, ref)
+		case owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, metav1.FinalizerDeleteDependents):
+			waiting = append(waiting, ref)
+		default:
+			solid = append(solid, ref)
+		}
+	}
+	return solid, dangling, waiting, nil
+}
+
+// processDeletingDependents finishes the foreground deletion of owner n
+// (latest has the finalizer foregroundDeletion): with no blocking
+// dependent left the finalizer is removed (the store then deletes it);
+// otherwise its blocking dependents are queued for deletion.
+func (c *Collector) processDeletingDependents(ctx context.Context, n node, latest *metav1.PartialObjectMetadata) error {
+	blocking := c.graph.blocking(n.ref.UID)
+	if len(blocking) == 0 {
+		sr, _ := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+		return c.removeFinalizer(ctx, sr, latest, metav1.FinalizerDeleteDependents)
+	}
+	for _, d := range blocking {
+		c.attemptToDelete.Add(d.ref.UID)
+	}
+	return nil
+}
+
+// attemptToOrphanItem orphans the dependents of an owner being deleted
+// with the finalizer orphan: their references to it are removed, then the
+// finalizer.
+func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) error {
+	n, ok := c.graph.snapshot(uid)
+	if !ok || n.virtual {
+		return nil
+	}
+	for _, d := range c.graph.dependentsOf(uid) {
+		dn, ok := c.graph.snapshot(d.ref.UID)
+		if !ok {
+			continue
+		}
+		sr, ok := c.resourceFor(dn.ref.groupVersionKind().GroupKind())
+		if !ok {
+			return errUnresolved
+		}
+		ns := ""
+		if sr.namespaced {
+			ns = dn.ref.Namespace
+		}
+		dep, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, dn.ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && dep.UID != dn.ref.UID) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		keep := slices.DeleteFunc(slices.Clone(dep.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == uid })
+		if len(keep) == len(dep.OwnerReferences) {
+			continue
+		}
+		if err := c.patchOwnerReferences(ctx, sr, dep, keep); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	sr, ok := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+	if !ok {
+		return errUnresolved
+	}
+	ns := ""
+	if sr.namespaced {
+		ns = n.ref.Namespace
+	}
+	owner, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && owner.UID != uid) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.removeFinalizer(ctx, sr, owner, metav1.FinalizerOrphanDependents)
+}
+
+// patchOwnerReferences sets obj's owner references to refs, guarded by
+// its resourceVersion (409 Conflict when it changed: retried).
+func (c *Collector) patchOwnerReferences(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, refs []metav1.OwnerReference) error {
+	var value any = refs
+	if len(refs) == 0 {
+		value = nil
+	}
+	return c.patchMetadata(ctx, sr, obj, "ownerReferences", value)
+}
+
+// removeFinalizer removes finalizer from obj, guarded by its
+// resourceVersion.
+func (c *Collector) removeFinalizer(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, finalizer string) error {
+	if !slices.Contains(obj.Finalizers, finalizer) {
+		return nil
+	}
+	keep := slices.DeleteFunc(slices.Clone(obj.Finalizers), func(f string) bool { return f == finalizer })
+	var value any = keep
+	if len(keep) == 0 {
+		value = nil
+	}
+	return c.patchMetadata(ctx, sr, obj, "finalizers", value)
+}
+
+// patchMetadata sets metadata.<field> of obj with a JSON merge patch that
+// carries obj's uid and resourceVersion as preconditions.
+func (c *Collector) patchMetadata(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, field string, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": obj.UID, "resourceVersion": obj.ResourceVersion, field: value,
+	}})
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if sr.namespaced {
+		ns = obj.Namespace
+	}
+	_, err = c.metadata.Resource(sr.gvr).Namespace(ns).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// deleteObject deletes obj (its uid as precondition) with policy.
+func (c *Collector) deleteObject(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
+	ns := ""
+	if sr.namespaced {
+		ns = obj.Namespace
+	}
+	err := c.metadata.Resource(sr.gvr).Namespace(ns).Delete(ctx, obj.Name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &obj.UID},
+		PropagationPolicy: &policy,
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or another object of that name now
+	}
+	return err
+}
+
+// warn records a warning event about ref's object, when events are on.
+func (c *Collector) warn(ref objectRef, reason, msg string) {
+	if c.recorder == nil {
+		return
+	}
+	c.recorder.Event(&corev1.ObjectReference{
+		APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID,
+	}, corev1.EventTypeWarning, reason, msg)
+}
+
+// FieldManager is the field manager of the collector's patches.
+const FieldManager = "garbage-collector"
+
+func metav1GroupKind(ref metav1.OwnerReference) schema.GroupKind {
+	return objectRef{APIVersion: ref.APIVersion, Kind: ref.Kind}.groupVersionKind().GroupKind()
+}
+
+func refKind(ref metav1.OwnerReference) string { return ref.APIVersion + "/" + ref.Kind }
