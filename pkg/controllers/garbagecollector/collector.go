@@ -78,7 +78,7 @@ type Collector struct {
 
 	mu       sync.RWMutex
 	kinds    map[schema.GroupKind]servedResource            // from discovery
-	monitors map[schema.GroupVersionResource]*monitor      // running informers
+	monitors map[schema.GroupVersionResource]*monitor       // running informers
 	served   map[schema.GroupVersionResource]servedResource // what discovery listed last
 }
 
