@@ -77,6 +77,7 @@ func (o *AdmissionOptions) knownPlugins() []string {
 	for _, p := range o.Plugins {
 		names = append(names, p.Name)
 	}
+	names = append(names, OwnerReferencesPermissionEnforcementPlugin)
 	return append(names, admission.PluginNames()...)
 }
 

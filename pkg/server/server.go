@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/kube-openapi/pkg/common"
@@ -91,6 +93,9 @@ type Server struct {
 	// customView is the registry's view of the custom resources; nil
 	// without customResources.
 	customView *customResourcesOf
+	// ownerRefs is the OwnerReferencesPermissionEnforcement plugin; nil
+	// without the garbage collector.
+	ownerRefs *ownerReferencesPermission
 	// inProcess is the in-process HTTP door (InProcessConfig).
 	inProcess *inProcess
 
@@ -161,6 +166,12 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	rc.AddToScheme = []func(*runtime.Scheme) error{review.AddToScheme}
 	rc.Audit = s.registryAudit()
 	rc.AdmissionPlugins, rc.DisableAdmissionPlugins = o.Admission.Plugins, o.Admission.DisablePlugins
+	if o.GarbageCollector && !o.Admission.disabled(OwnerReferencesPermissionEnforcementPlugin) {
+		// After the users' plugins, as kube-apiserver's in-tree plugins.
+		s.ownerRefs = newOwnerReferencesPermission()
+		rc.AdmissionPlugins = append(slices.Clone(rc.AdmissionPlugins),
+			resource.AdmissionPlugin{Name: OwnerReferencesPermissionEnforcementPlugin, Plugin: s.ownerRefs})
+	}
 	s.objectCounts = flowcontrolrequest.NewStorageObjectCountTracker()
 	rc.Storage.ObjectCounts, rc.Storage.CountPollPeriod = s.objectCounts, o.Limits.CountPollPeriod
 	// Before etcd starts: a bad encryption config changes nothing.
@@ -198,6 +209,13 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}
 	if s.customView != nil {
 		s.customView.set(s.customResources, s.inProcess.dynamic)
+	}
+	if s.ownerRefs != nil {
+		dc, err := discovery.NewDiscoveryClientForConfig(s.InProcessConfig())
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.ownerRefs.bind(gc.Authorization.Authorizer, dc)
 	}
 	if err := s.installGroups(codecs, resources); err != nil {
 		return nil, err
