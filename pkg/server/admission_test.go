@@ -57,7 +57,7 @@ func TestAdmissionOptionsValidate(t *testing.T) {
 			o.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:9443", "webhooks/other": "hooks.example.com"}
 		}, ""},
 		{"unknown disable", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"PodSecurity"} },
-			`--disable-admission-plugins: unknown admission plugin "PodSecurity" (known: NamespaceLifecycle, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)`},
+			`--disable-admission-plugins: unknown admission plugin "PodSecurity" (known: NamespaceLifecycle, OwnerReferencesPermissionEnforcement, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)`},
 		{"unknown enable", func(o *server.AdmissionOptions) { o.EnablePlugins = []string{"AlwaysDeny"} },
 			`--enable-admission-plugins: unknown admission plugin "AlwaysDeny"`},
 		{"case matters", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"namespacelifecycle"} },
