@@ -107,31 +107,35 @@ func (g *graph) get(uid types.UID) (*node, bool) {
 	return n, ok
 }
 
-// dependentsOf returns a copy of the dependents of uid.
-func (g *graph) dependentsOf(uid types.UID) []*node {
+// dependentsOf returns the uids of the dependents of uid.
+func (g *graph) dependentsOf(uid types.UID) []types.UID {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n, ok := g.nodes[uid]
 	if !ok {
 		return nil
 	}
-	out := make([]*node, 0, len(n.dependents))
-	for _, d := range n.dependents {
+	out := make([]types.UID, 0, len(n.dependents))
+	for d := range n.dependents {
 		out = append(out, d)
 	}
 	return out
 }
 
-// blocking returns the dependents of uid that block its foreground
-// deletion.
-func (g *graph) blocking(uid types.UID) []*node {
+// blocking returns the uids of the dependents of uid that block its
+// foreground deletion.
+func (g *graph) blocking(uid types.UID) []types.UID {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	n, ok := g.nodes[uid]
 	if !ok {
 		return nil
 	}
-	return n.blockingDependents()
+	var out []types.UID
+	for _, d := range n.blockingDependents() {
+		out = append(out, d.ref.UID)
+	}
+	return out
 }
 
 // len is the number of nodes.

@@ -90,8 +90,8 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) erro
 		// foreground so that they go first. When one of them is itself
 		// deleting its dependents, its references to the waiting owners
 		// stop blocking them, to break a possible cycle (kube's rule).
-		cycle := slices.ContainsFunc(c.graph.dependentsOf(uid), func(d *node) bool {
-			dn, ok := c.graph.snapshot(d.ref.UID)
+		cycle := slices.ContainsFunc(c.graph.dependentsOf(uid), func(d types.UID) bool {
+			dn, ok := c.graph.snapshot(d)
 			return ok && dn.deletingDependents
 		})
 		refs := slices.Clone(latest.OwnerReferences)
@@ -176,7 +176,7 @@ func (c *Collector) processDeletingDependents(ctx context.Context, n node, lates
 		return c.removeFinalizer(ctx, sr, latest, metav1.FinalizerDeleteDependents)
 	}
 	for _, d := range blocking {
-		c.attemptToDelete.Add(d.ref.UID)
+		c.attemptToDelete.Add(d)
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) erro
 		return nil
 	}
 	for _, d := range c.graph.dependentsOf(uid) {
-		dn, ok := c.graph.snapshot(d.ref.UID)
+		dn, ok := c.graph.snapshot(d)
 		if !ok {
 			continue
 		}
