@@ -100,12 +100,6 @@ func (g *graph) snapshot(uid types.UID) (node, bool) {
 	return cp, true
 }
 
-func (g *graph) get(uid types.UID) (*node, bool) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	n, ok := g.nodes[uid]
-	return n, ok
-}
 
 // dependentsOf returns the uids of the dependents of uid.
 func (g *graph) dependentsOf(uid types.UID) []types.UID {
@@ -138,9 +132,3 @@ func (g *graph) blocking(uid types.UID) []types.UID {
 	return out
 }
 
-// len is the number of nodes.
-func (g *graph) len() int {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return len(g.nodes)
-}
