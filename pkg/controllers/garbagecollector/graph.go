@@ -100,7 +100,6 @@ func (g *graph) snapshot(uid types.UID) (node, bool) {
 	return cp, true
 }
 
-
 // dependentsOf returns the uids of the dependents of uid.
 func (g *graph) dependentsOf(uid types.UID) []types.UID {
 	g.mu.RLock()
@@ -131,4 +130,3 @@ func (g *graph) blocking(uid types.UID) []types.UID {
 	}
 	return out
 }
-
