@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/customapi/customapi/pkg/batteries"
@@ -79,18 +80,20 @@ func TestCascades(t *testing.T) {
 				if err != nil || o.DeletionTimestamp == nil || len(o.Finalizers) != 1 || o.Finalizers[0] != metav1.FinalizerDeleteDependents {
 					t.Fatalf("owner during a foreground delete: %v %+v, want it with deletionTimestamp and foregroundDeletion", err, o.ObjectMeta)
 				}
-				g, _ := cms.Get(ctx, grandchild.Name, metav1.GetOptions{})
-				g.Finalizers = nil
-				if _, err := cms.Update(ctx, g, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
 			} else {
 				gone(t, child.Name)
-				g, _ := cms.Get(ctx, grandchild.Name, metav1.GetOptions{})
-				g.Finalizers = nil
-				if _, err := cms.Update(ctx, g, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					t.Fatal(err)
+			}
+			// Release the grandchild (the collector may be writing it too).
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				g, err := cms.Get(ctx, grandchild.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
 				}
+				g.Finalizers = nil
+				_, err = cms.Update(ctx, g, metav1.UpdateOptions{})
+				return err
+			}); err != nil {
+				t.Fatal(err)
 			}
 			gone(t, owner.Name, child.Name, grandchild.Name)
 		})
