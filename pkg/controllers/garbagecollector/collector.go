@@ -297,6 +297,19 @@ func (c *Collector) startMonitor(sr servedResource) *monitor {
 		},
 	})
 	m := &monitor{informer: inf, stop: make(chan struct{})}
+	// A watch cut by the collector's own stop (the server shutting down)
+	// is not an error worth an error-level log line.
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			return
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
 	go inf.Run(m.stop)
 	return m
 }
