@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -108,7 +110,11 @@ func New(cfg Config) (*Collector, error) {
 	if cfg.IgnoredResources == nil {
 		cfg.IgnoredResources = DefaultIgnoredResources
 	}
-	md, err := metadata.NewForConfig(cfg.Config)
+	// A request that hangs (a resource whose storage is not ready) must
+	// not hold a worker: each one has 15 s, then is retried. Watches are
+	// not bounded by it.
+	rc := rest.CopyConfig(cfg.Config)
+	md, err := metadata.NewForConfig(withRequestTimeout(rc))
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
@@ -120,9 +126,9 @@ func New(cfg Config) (*Collector, error) {
 		cfg: cfg, metadata: md, discovery: dc,
 		graph:        newGraph(),
 		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"}),
-		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector_attempt_to_delete"}),
-		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector_attempt_to_orphan"}),
 		kinds:    map[schema.GroupKind]servedResource{},
 		monitors: map[schema.GroupVersionResource]*monitor{},
@@ -362,4 +368,53 @@ func keepGraphFields(obj any) (any, error) {
 			DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
 		},
 	}, nil
+}
+
+// retryLimiter spaces the retries of one object exponentially from 5 ms up
+// to 5 s (client-go's default reaches 1000 s: a transient server error
+// would hold a cascade for minutes).
+func retryLimiter() workqueue.TypedRateLimiter[types.UID] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](5*time.Millisecond, 5*time.Second)
+}
+
+// withRequestTimeout bounds each non-watch request of c to 15 s.
+func withRequestTimeout(c *rest.Config) *rest.Config {
+	c.WrapTransport = chainWrap(c.WrapTransport, func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") == "true" {
+				return rt.RoundTrip(req)
+			}
+			ctx, cancel := context.WithTimeout(req.Context(), 15*time.Second)
+			resp, err := rt.RoundTrip(req.WithContext(ctx))
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+			return resp, nil
+		})
+	})
+	return c
+}
+
+func chainWrap(first, second func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	if first == nil {
+		return second
+	}
+	return func(rt http.RoundTripper) http.RoundTripper { return second(first(rt)) }
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
