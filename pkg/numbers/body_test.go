@@ -47,19 +47,30 @@ func TestCheckYAML(t *testing.T) {
 	}
 }
 
-// BenchmarkCheckBody compares the number check of one merge patch body of
-// the benchmark object's shape read as YAML (converted to JSON first) and
-// as JSON: go test ./pkg/numbers -run XXX -bench CheckBody -benchmem.
+// BenchmarkCheckBody compares the number check of one body of the
+// benchmark object's shape read as YAML (converted to JSON first), as JSON,
+// and as CBOR, walked (CheckCBOR) and decoded first (the check CheckCBOR
+// falls back to): go test ./pkg/numbers -run XXX -bench CheckBody -benchmem.
 func BenchmarkCheckBody(b *testing.B) {
 	typ := reflect.TypeFor[*numbersObject]()
 	body := []byte(`{"metadata":{"labels":{"a":"1","b":"2","c":"3","d":"4","e":"5"}},"replicas":3,"items":[{"count":1},{"count":2},{"count":3},{"count":4},{"count":5}]}`)
+	// The same object in CBOR, as k8s.io/apimachinery's encoder writes it
+	// (self-described, integers as integers).
+	labels := map[string]any{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}
+	var items []any
+	for i := range 5 {
+		items = append(items, map[string]any{"count": int64(i + 1)})
+	}
+	content := map[string]any{"metadata": map[string]any{"labels": labels}, "replicas": int64(3), "items": items}
+	cborBody := append([]byte{0xd9, 0xd9, 0xf7}, mustCBOR(b, content)...)
 	for _, bc := range []struct {
 		name  string
+		body  []byte
 		check func(*field.Path, []byte, reflect.Type) field.ErrorList
-	}{{"yaml", numbers.CheckYAML}, {"json", numbers.CheckJSON}} {
+	}{{"yaml", body, numbers.CheckYAML}, {"json", body, numbers.CheckJSON}, {"cbor", cborBody, numbers.CheckCBOR}, {"cbor-decoded", cborBody, checkDecoded}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				if errs := bc.check(nil, body, typ); len(errs) != 0 {
+				if errs := bc.check(nil, bc.body, typ); len(errs) != 0 {
 					b.Fatal(errs)
 				}
 			}

@@ -10,6 +10,8 @@
 //     (sigs.k8s.io/json) refuses it;
 //   - CheckYAML is Check for a JSON or YAML body, decoded keeping each
 //     number's literal;
+//   - CheckCBOR is Check for a CBOR body, walked in place and decoded
+//     only when a number does not fit;
 //   - CheckProtobuf walks a protobuf message: go-to-protobuf's generated
 //     Unmarshal keeps a varint's low bits.
 //

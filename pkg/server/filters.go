@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	cbordirect "k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -267,8 +266,10 @@ func (b *requestBody) statusError(err error) error {
 //   - protobuf POST and PUT bodies are decoded by generated code that keeps
 //     a varint's low bits (numbers.CheckProtobuf).
 //
-// JSON and YAML POST and PUT bodies and JSON patches are left to their typed
-// decode (sigs.k8s.io/json), which names the field already. Bodies longer
+// CBOR and protobuf bodies are walked in place, without a decode of their
+// own (numbers.CheckCBOR, numbers.CheckProtobuf). JSON and YAML POST and
+// PUT bodies and JSON patches are left to their typed decode
+// (sigs.k8s.io/json), which names the field already. Bodies longer
 // than maxBytes, or that do not decode, are passed on for the handler to
 // refuse. stores are the served resources' registry stores; codecs encode
 // the error in the encoding the client accepts.
@@ -330,7 +331,7 @@ func numberCheckDecoder(method, mediaType string) (numberChecker, bool) {
 		return numbers.CheckJSON, true
 	case method == http.MethodPatch && mediaType == string(types.ApplyCBORPatchType),
 		(method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeCBOR:
-		return checkCBORBody, true
+		return numbers.CheckCBOR, true
 	case (method == http.MethodPost || method == http.MethodPut) && mediaType == runtime.ContentTypeProtobuf:
 		return checkProtobufBody, true
 	}
@@ -352,17 +353,6 @@ func checkProtobufBody(path *field.Path, data []byte, goType reflect.Type) field
 		return nil
 	}
 	return numbers.CheckProtobuf(path, unk.Raw, goType)
-}
-
-// checkCBORBody checks a CBOR object decoded as k8s.io/apimachinery
-// decodes it (integers as int64, floats as float64, byte and text strings
-// as string).
-func checkCBORBody(path *field.Path, data []byte, goType reflect.Type) field.ErrorList {
-	var content map[string]any
-	if err := cbordirect.Unmarshal(data, &content); err != nil {
-		return nil
-	}
-	return numbers.Check(path, content, goType)
 }
 
 // readCloser reads from one reader and closes another.
