@@ -44,40 +44,9 @@ while [[ $# -gt 0 ]]; do
 done
 extra=("$@")
 
-work="$(mktemp -d)"
-pid=""
-trap 'if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-if [[ -z "$customapi" ]]; then
-	customapi="$work/customapi"
-	go build -o "$customapi" ./cmd/customapi
-fi
-loader="$work/admin-load"
-go build -o "$loader" ./hack/admin-load
-
-# start DIR: starts serve on DIR and waits (at most 120 s) until the admin's
-# /readyz answers 200; leaves the pid in $pid.
-start() {
-	local dir="$1" url token deadline
-	"$customapi" serve --data-dir "$dir" --secure-port 0 --bind-address 127.0.0.1 "${extra[@]}" >"$dir.log" 2>&1 &
-	pid=$!
-	deadline=$((SECONDS + 120))
-	until [[ -s "$dir/admin.kubeconfig" ]] && url="$(sed -n 's/^ *server: //p' "$dir/admin.kubeconfig" | head -1)" && [[ -n "$url" ]] &&
-		token="$(sed -n 's/^\([^,]*\),admin,.*/\1/p' "$dir/tokens.csv" 2>/dev/null)" &&
-		[[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/ca.crt" -H "Authorization: Bearer $token" "$url/readyz")" == 200 ]]; do
-		if ! kill -0 "$pid" 2>/dev/null || ((SECONDS > deadline)); then
-			echo "serve did not become ready; log:" >&2
-			cat "$dir.log" >&2
-			exit 1
-		fi
-		sleep 0.2
-	done
-}
-
-stop() {
-	kill "$pid"
-	wait "$pid" 2>/dev/null || true
-	pid=""
-}
+# prepare, start and stop
+source "$(dirname "${BASH_SOURCE[0]}")/lib-serve.sh"
+prepare admin-load
 
 status() { awk -v k="$1:" '$1 == k {print $2 / 1024 " MiB"}' "/proc/$pid/status"; }
 

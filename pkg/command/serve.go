@@ -25,8 +25,8 @@ func newServeCommand(cfg Config) *cobra.Command {
 	opts.Authorization.Mode = server.AuthorizationRBAC
 	// And it serves CustomResourceDefinitions beside the Go types.
 	opts.CustomResourceDefinitions = true
-	// The garbage collector stays opt-in (--enable-garbage-collector)
-	// until a stall under load, seen in CI, is understood (issue 21).
+	// And it collects garbage, as a cluster with kube-controller-manager.
+	opts.GarbageCollector = true
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries

@@ -99,10 +99,7 @@ func (u *untilRun) Validate(ctx context.Context, a k8sadmission.Attributes, o k8
 // part.
 func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedInformerFactory, error) {
 	o := s.config.Options.Admission
-	serves := func(gvr schema.GroupVersionResource) bool {
-		_, ok := s.registry.Store(gvr)
-		return ok
-	}
+	serves := s.serves
 	var disabled []string
 	for _, name := range admission.PluginNames() {
 		need := slices.Clone(dynamicPluginNeeds[name])

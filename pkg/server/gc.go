@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -27,6 +29,8 @@ const (
 	gcLeaseDuration  = 15 * time.Second
 	gcRenewDeadline  = 10 * time.Second
 	gcRetryPeriod    = 2 * time.Second
+	// gcReleaseTimeout bounds the wait for the Lease's release at stop.
+	gcReleaseTimeout = 5 * time.Second
 )
 
 // addGarbageCollector runs the garbage collector from Run on, over the
@@ -37,12 +41,42 @@ func (s *Server) addGarbageCollector() error {
 	if !s.config.Options.GarbageCollector {
 		return nil
 	}
-	return s.generic.AddPostStartHook("customapi-garbage-collector", func(hc genericapiserver.PostStartHookContext) error {
-		go s.runGarbageCollector(hc.Context)
+	// The collector stops in a pre-shutdown hook, not with the hook's
+	// context (which ends only once the server accepts no requests): its
+	// Lease is then released while the server still serves, and a replica
+	// started next collects at once instead of after gcLeaseDuration.
+	var running atomic.Pointer[gcRun]
+	if err := s.generic.AddPostStartHook("customapi-garbage-collector", func(hc genericapiserver.PostStartHookContext) error {
+		ctx, cancel := context.WithCancel(hc.Context)
+		r := &gcRun{cancel: cancel, done: make(chan struct{})}
+		running.Store(r)
+		go func() {
+			defer close(r.done)
+			s.runGarbageCollector(ctx)
+		}()
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.generic.AddPreShutdownHook("customapi-garbage-collector", func() error {
+		if r := running.Load(); r != nil {
+			r.cancel()
+			select {
+			case <-r.done:
+			case <-time.After(gcReleaseTimeout):
+			}
+		}
 		return nil
 	})
 }
 
+// gcRun is a running garbage collector of addGarbageCollector.
+type gcRun struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed once runGarbageCollector returned
+}
+
+// serves reports whether the server serves gvr (a Go type of its registry).
 func (s *Server) serves(gvr schema.GroupVersionResource) bool {
 	_, ok := s.registry.Store(gvr)
 	return ok
@@ -65,7 +99,14 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 		collect(ctx)
 		return
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	// Each Lease request gets gcRenewDeadline (the HTTP client's timeout)
+	// and is not cancelled with ctx (uncancelledLock): at stop, a renewal
+	// already sent finishes, then the elector sees ctx end and releases the
+	// Lease, instead of aborting the renewal half-way (an error logged by
+	// client-go and by the server's handler).
+	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg.Timeout = gcRenewDeadline
+	kube, err := kubernetes.NewForConfig(leaseCfg)
 	if err != nil {
 		logger.Error(err, "The garbage collector cannot start")
 		return
@@ -74,11 +115,11 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 	id := fmt.Sprintf("%s_%s", host, uuid.NewString())
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{
+			Lock: uncancelledLock{&resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Namespace: gcLeaseNamespace, Name: gcLeaseName},
 				Client:     kube.CoordinationV1(),
 				LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-			},
+			}},
 			LeaseDuration:   gcLeaseDuration,
 			RenewDeadline:   gcRenewDeadline,
 			RetryPeriod:     gcRetryPeriod,
@@ -86,7 +127,11 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 			Name:            gcLeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: collect,
-				OnStoppedLeading: func() {},
+				OnStoppedLeading: func() {
+					if ctx.Err() == nil {
+						logger.Info("The garbage collector lost its Lease: it stops, and starts again from scratch once it holds the Lease again", "lease", gcLeaseNamespace+"/"+gcLeaseName)
+					}
+				},
 			},
 		})
 		if err != nil {
@@ -95,4 +140,24 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 		}
 		le.Run(ctx) // returns when leadership is lost or ctx ends
 	}
+}
+
+// uncancelledLock is a resource lock whose reads and writes are not
+// cancelled with the elector's context (their client's timeout bounds
+// them instead).
+type uncancelledLock struct{ resourcelock.Interface }
+
+// Get implements resourcelock.Interface.
+func (l uncancelledLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	return l.Interface.Get(context.WithoutCancel(ctx))
+}
+
+// Create implements resourcelock.Interface.
+func (l uncancelledLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.Interface.Create(context.WithoutCancel(ctx), ler)
+}
+
+// Update implements resourcelock.Interface.
+func (l uncancelledLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.Interface.Update(context.WithoutCancel(ctx), ler)
 }

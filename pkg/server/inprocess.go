@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -25,22 +25,17 @@ import (
 	"github.com/customapi/customapi/pkg/registry"
 )
 
-// inProcessBuffer is the size of each direction's buffer of an in-memory
-// connection (bufconn): large enough that a typical object is written in
-// one go.
-const inProcessBuffer = 256 << 10
-
 // inProcessHost names the in-memory server in URLs; it resolves nowhere.
 const inProcessHost = "customapi.in-process"
 
 // inProcess is the in-process HTTP door: the server's whole handler (the
 // same chain as HTTPS: authentication, audit, limits, authorization,
-// admission) served over in-memory connections (google.golang.org/grpc's
-// bufconn), without a socket, TLS or the network. Its clients present the
+// admission) served over in-memory connections (net.Pipe, through
+// pipeListener), without a socket, TLS or the network. Its clients present the
 // loopback token (system:apiserver in system:masters) and impersonate the
 // user of each request's context, if any.
 type inProcess struct {
-	listener *bufconn.Listener
+	listener *pipeListener
 	server   *http.Server
 	config   *rest.Config
 	dynamic  dynamic.Interface // on config
@@ -48,7 +43,7 @@ type inProcess struct {
 
 // newInProcess serves handler in memory until close.
 func newInProcess(handler http.Handler, token string) (*inProcess, error) {
-	l := bufconn.Listen(inProcessBuffer)
+	l := newPipeListener()
 	p := &inProcess{
 		listener: l,
 		server:   &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute},
@@ -73,6 +68,79 @@ func newInProcess(handler http.Handler, token string) (*inProcess, error) {
 	go func() { _ = p.server.Serve(l) }()
 	return p, nil
 }
+
+// pipeListener is a net.Listener of in-memory connections: each
+// DialContext makes a net.Pipe and hands its server end to Accept.
+//
+// net.Pipe is unbuffered (a write returns once the other end has read
+// it: both ends of HTTP/1.1 have a bufio buffer of their own), allocates
+// nothing per connection, and its deadlines are exact, which net/http
+// relies on: once a request's body is read, the server reads the
+// connection in the background, and at the request's end aborts that read
+// with a read deadline in the past, then clears it; a read failing with a
+// timeout after that cancels the connection's context, so every later
+// request on the kept-alive connection starts cancelled (a 504 "the
+// server was unable to return a response in the time allotted" within
+// microseconds). grpc's bufconn, used before, could do that: its deadline
+// timer's callback, already fired but waiting for the pipe's lock while
+// the deadline was cleared, set the timeout afterwards. That stalled the
+// garbage collector (its watches and writes failing on such a connection
+// until the connection was dropped).
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept implements net.Listener: the server end of the next dialled
+// connection; net.ErrClosed once closed.
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener: Accept and DialContext fail from then
+// on; connections made before stay open.
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// DialContext returns the client end of a new connection once the server
+// accepted its other end. Errors: ctx's, or net.ErrClosed once the
+// listener is closed.
+func (l *pipeListener) DialContext(ctx context.Context) (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-ctx.Done():
+		err := ctx.Err()
+		_ = server.Close()
+		_ = client.Close()
+		return nil, err
+	case <-l.done:
+		_ = server.Close()
+		_ = client.Close()
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return inProcessHost }
 
 // close stops serving: in-flight requests get until ctx ends to finish
 // (the generic server has ended their watches by then), then connections

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -251,9 +252,12 @@ func TestEnvtestCRDDirectoryPaths(t *testing.T) {
 		err := c.Get(ctx, client.ObjectKey{Name: "greetings.controllers.example.com"}, crd)
 		return apierrors.IsNotFound(err), err
 	})
-	if _, err := kube.Discovery().ServerResourcesForGroupVersion("controllers.example.com/v1"); !apierrors.IsNotFound(err) {
-		t.Errorf("discovery of controllers.example.com/v1 after the CRD's deletion: %v, want 404", err)
-	}
+	// Discovery follows the CRD through apiextensions' informer, as in
+	// kube-apiserver: the group version goes shortly after the CRD does.
+	poll(t, 10*time.Second, "discovery of controllers.example.com/v1 a 404 after the CRD's deletion", func(ctx context.Context) (bool, error) {
+		_, err := kube.Discovery().ServerResourcesForGroupVersion("controllers.example.com/v1")
+		return apierrors.IsNotFound(err), err
+	})
 	// Created again, the CRD has no Greeting: its objects went with it.
 	env2 := &envtest.Environment{
 		UseExistingCluster: ptr.To(true),
@@ -267,6 +271,16 @@ func TestEnvtestCRDDirectoryPaths(t *testing.T) {
 	t.Cleanup(func() {
 		if err := env2.Stop(); err != nil {
 			t.Errorf("envtest Stop: %v", err)
+		}
+		// envtest's Stop only asks for the deletion; the next run
+		// (-count) would find the CRD terminating and update it, so
+		// wait for it to be gone.
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKey{Name: "greetings.controllers.example.com"}, crd)
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			t.Errorf("the CRD not deleted within 30s of envtest's Stop: %v", err)
 		}
 	})
 	list := &unstructured.UnstructuredList{}

@@ -92,6 +92,7 @@ func run(m *testing.M) int {
 		o.Authorization.Mode = server.AuthorizationRBAC
 		o.Authentication.TokenAuthFile = tokens
 		o.CustomResourceDefinitions = true // for envtest's CRDDirectoryPaths (crd_test.go)
+		o.GarbageCollector = true          // for gc_test.go
 	}}, resources...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -215,6 +216,12 @@ func (s *serverProcess) terminate(timeout time.Duration) shutdownResult {
 	return s.result
 }
 
+// crash kills the server with SIGKILL, as a test that means to: stop then
+// reports nothing (the server had no chance to shut down cleanly).
+func (s *serverProcess) crash() {
+	s.termOnce.Do(s.kill)
+}
+
 // kill sends SIGKILL to the process (and only it) and waits for it to exit.
 func (s *serverProcess) kill() {
 	_ = s.cmd.Process.Kill()
@@ -293,3 +300,56 @@ func (b *syncBuffer) String() string {
 }
 
 var _ io.Writer = (*syncBuffer)(nil)
+
+// goroutines ends the server with SIGQUIT (the Go runtime then prints every
+// goroutine's stack and exits) and returns the stacks that mention any of
+// match, identical ones once with their count, then the 30 log lines
+// before the dump: what a failing test logs to show where a server hung.
+func (s *serverProcess) goroutines(match ...string) string {
+	select {
+	case <-s.exited:
+		return "(the server had exited)"
+	default:
+	}
+	s.termOnce.Do(func() { // stop then reports nothing more
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			s.kill()
+		}
+	})
+	out := s.stderr.String()
+	start := strings.Index(out, "\ngoroutine ")
+	if start < 0 {
+		return "(no goroutine dump)\n" + tail(out, 30)
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, block := range strings.Split(out[start+1:], "\n\n") {
+		lines := strings.SplitN(block, "\n", 2)
+		if len(lines) < 2 || !strings.HasPrefix(lines[0], "goroutine ") {
+			continue
+		}
+		stack := lines[1]
+		if !slices.ContainsFunc(match, func(m string) bool { return strings.Contains(stack, m) }) {
+			continue
+		}
+		// the header without the goroutine's number and wait time
+		state := lines[0][strings.Index(lines[0], "["):]
+		if i := strings.Index(state, ","); i > 0 {
+			state = state[:i] + "]"
+		}
+		key := state + "\n" + stack
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	var b strings.Builder
+	for _, key := range order {
+		fmt.Fprintf(&b, "%d goroutines %s\n\n", counts[key], key)
+	}
+	fmt.Fprintf(&b, "log before the dump:\n%s", tail(out[:start], 30))
+	return b.String()
+}

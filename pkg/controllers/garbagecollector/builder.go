@@ -140,6 +140,10 @@ func (c *Collector) addToOwnersLocked(n *node, owners []metav1.OwnerReference) {
 func (c *Collector) removeNodeLocked(n *node) {
 	g := c.graph
 	delete(g.nodes, n.ref.UID)
+	if !n.virtual {
+		// Observed gone: its dependents (queued below) need not look it up.
+		c.absentOwners.Add(absentKey{n.ref.Namespace, n.ref.groupVersionKind().GroupKind(), n.ref.Name, n.ref.UID}, nil)
+	}
 	if !n.virtual && n.ref.Namespace != "" {
 		for _, d := range n.dependents {
 			if d.ref.Namespace != n.ref.Namespace {

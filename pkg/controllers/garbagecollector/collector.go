@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
 )
 
 // Defaults of Config.
@@ -37,6 +38,10 @@ const (
 	// server does not serve is retried (discovery may not know a new
 	// CustomResourceDefinition yet) before it is reported and left alone.
 	maxUnresolvedRetries = 5
+	// absentOwnersCached is how many owner uids found absent are
+	// remembered (kube's absentOwnerCache holds 500): the dependents of
+	// one deleted owner then cost one lookup of it, not one each.
+	absentOwnersCached = 500
 )
 
 // DefaultIgnoredResources are the resources the collector does not watch,
@@ -74,6 +79,7 @@ type Collector struct {
 	events    record.EventBroadcaster
 
 	graph           *graph
+	absentOwners    *lru.Cache // absentKey: owners found absent (uids are never reused)
 	graphChanges    workqueue.TypedInterface[*event]
 	attemptToDelete workqueue.TypedRateLimitingInterface[types.UID]
 	attemptToOrphan workqueue.TypedRateLimitingInterface[types.UID]
@@ -125,6 +131,7 @@ func New(cfg Config) (*Collector, error) {
 	c := &Collector{
 		cfg: cfg, metadata: md, discovery: dc,
 		graph:        newGraph(),
+		absentOwners: lru.New(absentOwnersCached),
 		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"}),
 		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector_attempt_to_delete"}),
@@ -271,7 +278,20 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 		}
 		c.monitors[gvr] = c.startMonitor(sr)
 	}
+	var added []schema.GroupKind
+	for gk := range kinds {
+		if _, ok := c.kinds[gk]; !ok {
+			added = append(added, gk)
+		}
+	}
 	c.served, c.kinds = served, kinds
+	if len(c.monitors) != 0 && len(added) != 0 {
+		// Owners of the kinds discovery lists from now on (a new CRD's)
+		// are looked up again: they were of no served kind until now.
+		for _, uid := range c.graph.virtualOf(added) {
+			c.attemptToDelete.Add(uid)
+		}
+	}
 	return nil
 }
 
@@ -352,6 +372,27 @@ func (c *Collector) resourceFor(gk schema.GroupKind) (servedResource, bool) {
 	defer c.mu.RUnlock()
 	sr, ok := c.kinds[gk]
 	return sr, ok
+}
+
+// cached returns the object ns/name of sr from its monitor's cache (the
+// fields keepGraphFields keeps), if the monitor has it.
+func (c *Collector) cached(sr servedResource, ns, name string) (*metav1.PartialObjectMetadata, bool) {
+	c.mu.RLock()
+	m, ok := c.monitors[sr.gvr]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	obj, ok, err := m.informer.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	pom, ok := obj.(*metav1.PartialObjectMetadata)
+	return pom, ok
 }
 
 // keepGraphFields is the monitors' cache transform: an object's metadata

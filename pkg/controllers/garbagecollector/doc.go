@@ -23,7 +23,9 @@
 //   - An owner deleted with propagationPolicy Orphan (the finalizer orphan)
 //     has the references to it removed from its dependents, then goes.
 //   - A namespaced dependent's owner is looked up in the dependent's
-//     namespace: an owner found (by uid) in another namespace, and a
+//     namespace, then (not found there) in every namespace, whatever the
+//     order in which the watches deliver the two: an owner found (by uid)
+//     in another namespace, and a
 //     namespaced owner of a cluster-scoped dependent, are invalid
 //     references: reported by a warning event on the dependent
 //     (OwnerRefInvalidNamespace, with Config.Events) and never acted on.

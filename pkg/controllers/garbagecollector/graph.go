@@ -1,6 +1,7 @@
 package garbagecollector
 
 import (
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,6 +128,19 @@ func (g *graph) blocking(uid types.UID) []types.UID {
 	var out []types.UID
 	for _, d := range n.blockingDependents() {
 		out = append(out, d.ref.UID)
+	}
+	return out
+}
+
+// virtualOf returns the uids of the virtual nodes of kinds.
+func (g *graph) virtualOf(kinds []schema.GroupKind) []types.UID {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []types.UID
+	for uid, n := range g.nodes {
+		if n.virtual && slices.Contains(kinds, n.ref.groupVersionKind().GroupKind()) {
+			out = append(out, uid)
+		}
 	}
 	return out
 }

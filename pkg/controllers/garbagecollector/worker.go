@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -31,7 +32,22 @@ const (
 // dependent whose owners are all gone is deleted (in the foreground when
 // an owner waits for its dependents and it has dependents of its own), and
 // one with some owners left loses the references to the others.
+//
+// The object's latest state is read from its monitor's cache first (every
+// write is guarded by its resourceVersion, so a stale copy only costs a
+// 409): on a 409 the decision is made again once, from a live read, as
+// kube's collector always reads it.
 func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) error {
+	err := c.attemptToDeleteFrom(ctx, uid, true)
+	if apierrors.IsConflict(err) {
+		err = c.attemptToDeleteFrom(ctx, uid, false)
+	}
+	return err
+}
+
+// attemptToDeleteFrom is attemptToDeleteItem with the object read from
+// its monitor's cache (when it has it, with uid) or from the server.
+func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, fromCache bool) error {
 	n, ok := c.graph.snapshot(uid)
 	if !ok {
 		return nil
@@ -39,7 +55,13 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) erro
 	sr, ok := c.resourceFor(n.ref.groupVersionKind().GroupKind())
 	if !ok {
 		if n.virtual {
-			return nil // an owner of an unserved kind: its dependents report it
+			// An owner of a kind not served (yet: syncMonitors queues it
+			// again once discovery lists its kind): its dependents report
+			// the reference (OwnerRefInvalidKind) and keep it.
+			for _, d := range c.graph.dependentsOf(uid) {
+				c.attemptToDelete.Add(d)
+			}
+			return nil
 		}
 		return errUnresolved
 	}
@@ -47,17 +69,34 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) erro
 	if sr.namespaced {
 		ns = n.ref.Namespace
 	}
-	latest, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+	if _, absent := c.absentOwners.Get(absentKey{ns, n.ref.groupVersionKind().GroupKind(), n.ref.Name, uid}); n.virtual && absent {
+		c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
+		return nil
+	}
+	if n.virtual {
+		// An owner named by a dependent, not observed yet.
+		switch owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, n.ref.Name, uid); {
+		case err != nil:
+			return err
+		case owner != nil || elsewhere != "":
+			return nil // it exists: its monitor will observe it
+		default:
+			c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
+			return nil
+		}
+	}
+	var latest *metav1.PartialObjectMetadata
+	var err error
+	if cached, ok := c.cached(sr, ns, n.ref.Name); fromCache && ok && cached.UID == uid {
+		latest = cached
+	} else {
+		latest, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+	}
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && latest.UID != uid):
-		if n.virtual {
-			c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
-		}
 		return nil // an observed node: its monitor reports the deletion
 	case err != nil:
 		return err
-	case n.virtual:
-		return nil // it exists: its monitor will observe it
 	}
 	if latest.DeletionTimestamp != nil {
 		if !slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents) {
@@ -121,6 +160,19 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) erro
 	}
 }
 
+// absentKey is a key of Collector.absentOwners: an owner reference's
+// coordinates (kind, name, uid, as kube's absentOwnerCache) and the
+// namespace it was looked up in ("" for a cluster-scoped owner). All of
+// them matter: an owner absent from one namespace may live in another,
+// and a reference with a wrong name is dangling where one with the right
+// name is not.
+type absentKey struct {
+	namespace string
+	kind      schema.GroupKind
+	name      string
+	uid       types.UID
+}
+
 // classifyOwners sorts the owner references of latest (the object of node
 // n, of a namespaced resource or not): solid (the owner exists and is not
 // waiting for its dependents, or the reference is invalid and so never
@@ -148,13 +200,18 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 			solid = append(solid, ref)
 			continue
 		}
-		owner, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
+		if _, absent := c.absentOwners.Get(absentKey{ns, metav1GroupKind(ref), ref.Name, ref.UID}); absent {
 			dangling = append(dangling, ref)
+			continue
+		}
+		owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, ref.UID)
+		switch {
 		case err != nil:
 			return nil, nil, nil, err
-		case owner.UID != ref.UID:
+		case elsewhere != "":
+			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+			solid = append(solid, ref)
+		case owner == nil:
 			dangling = append(dangling, ref)
 		case owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, metav1.FinalizerDeleteDependents):
 			waiting = append(waiting, ref)
@@ -163,6 +220,41 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 		}
 	}
 	return solid, dangling, waiting, nil
+}
+
+// lookupOwner reads the owner name (of uid, of resource sr) in namespace
+// ns ("" for a cluster-scoped owner) from the server. It returns the owner;
+// or, when ns has no such object but another namespace has (a namespaced
+// owner is looked up in its dependent's namespace: one elsewhere is an
+// invalid reference, never a gone owner), that namespace; or neither when
+// the owner is gone, which it then remembers (absentOwners).
+//
+// The other namespaces are searched by a list of every namespace
+// (fieldSelector metadata.name): the graph cannot tell, as the owner's
+// watch may not have delivered it yet when the dependent's has (watches
+// of different resources are not ordered). It runs only when the owner is
+// not found where it was looked for, once per absent owner.
+func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name string, uid types.UID) (owner *metav1.PartialObjectMetadata, elsewhere string, err error) {
+	owner, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil && owner.UID == uid:
+		return owner, "", nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, "", err
+	}
+	if sr.namespaced {
+		list, err := c.metadata.Resource(sr.gvr).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		if err != nil {
+			return nil, "", err
+		}
+		for _, o := range list.Items {
+			if o.UID == uid {
+				return nil, o.Namespace, nil
+			}
+		}
+	}
+	c.absentOwners.Add(absentKey{ns, sr.gvk.GroupKind(), name, uid}, nil)
+	return nil, "", nil
 }
 
 // processDeletingDependents finishes the foreground deletion of owner n
@@ -213,7 +305,7 @@ func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) erro
 		if len(keep) == len(dep.OwnerReferences) {
 			continue
 		}
-		if err := c.patchOwnerReferences(ctx, sr, dep, keep); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.patchOwnerReferences(ctx, sr, dep, keep); err != nil {
 			return err
 		}
 	}
@@ -260,7 +352,9 @@ func (c *Collector) removeFinalizer(ctx context.Context, sr servedResource, obj 
 }
 
 // patchMetadata sets metadata.<field> of obj with a JSON merge patch that
-// carries obj's uid and resourceVersion as preconditions.
+// carries obj's uid and resourceVersion as preconditions: 409 Conflict
+// when obj changed since it was read, nil when it is gone (deleted
+// meanwhile: its monitor reports the deletion).
 func (c *Collector) patchMetadata(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, field string, value any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid": obj.UID, "resourceVersion": obj.ResourceVersion, field: value,
@@ -273,21 +367,26 @@ func (c *Collector) patchMetadata(ctx context.Context, sr servedResource, obj *m
 		ns = obj.Namespace
 	}
 	_, err = c.metadata.Resource(sr.gvr).Namespace(ns).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
 	return err
 }
 
-// deleteObject deletes obj (its uid as precondition) with policy.
+// deleteObject deletes obj with policy, guarded by its uid and
+// resourceVersion: 409 Conflict when it changed since it was read (or is
+// another object of that name now), nil when it is gone.
 func (c *Collector) deleteObject(ctx context.Context, sr servedResource, obj *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
 	ns := ""
 	if sr.namespaced {
 		ns = obj.Namespace
 	}
 	err := c.metadata.Resource(sr.gvr).Namespace(ns).Delete(ctx, obj.Name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &obj.UID},
+		Preconditions:     &metav1.Preconditions{UID: &obj.UID, ResourceVersion: &obj.ResourceVersion},
 		PropagationPolicy: &policy,
 	})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // gone, or another object of that name now
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
 	return err
 }
