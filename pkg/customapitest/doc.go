@@ -9,7 +9,8 @@
 // Setting CUSTOMAPI_TEST_ETCD_SERVERS to a comma-separated list of client
 // URLs makes every test use that external etcd instead of an embedded one;
 // each test then gets its own key prefix, so tests do not see each other's
-// objects.
+// objects. Tests whose servers run on an etcd of their own call
+// SkipOnSharedEtcd, so that such a run does not repeat them.
 //
 // A package whose tests can share one server starts it in TestMain (Close
 // it before os.Exit, which skips deferred calls):

@@ -41,6 +41,19 @@ func Etcd(tb testing.TB) (etcd.ClientConfig, string) {
 	return EmbeddedEtcd(tb), prefix
 }
 
+// SkipOnSharedEtcd skips tb when CUSTOMAPI_TEST_ETCD_SERVERS is set, for a
+// test whose servers never store in the etcd it names: a `serve` process on
+// its data dir's embedded etcd, a cluster the test starts itself. Such a
+// test does the same thing with the variable set as without, so a second
+// run against an external etcd (as CI's) would repeat the first one; the
+// skip says where its result comes from.
+func SkipOnSharedEtcd(tb testing.TB) {
+	tb.Helper()
+	if _, ok := externalEtcd(); ok {
+		tb.Skipf("its servers run on an etcd of their own, whatever %s says: the run without it covers this test", EnvEtcdServers)
+	}
+}
+
 // externalEtcd returns the etcd CUSTOMAPI_TEST_ETCD_SERVERS names, if set.
 func externalEtcd() (etcd.ClientConfig, bool) {
 	var cfg etcd.ClientConfig

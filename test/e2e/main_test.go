@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // envBinary names a prebuilt customapi binary to test instead of building one.
@@ -91,6 +93,7 @@ var shared struct {
 // sharedServer returns the package's shared server, starting it on first use.
 func sharedServer(t *testing.T) *serverProcess {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	shared.once.Do(func() {
 		dataDir := filepath.Join(workDir, "shared")
 		shared.srv, shared.err = launchServer(dataDir, nil)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 const (
@@ -69,6 +71,7 @@ type shutdownResult struct {
 // shutdownTimeout and without error-level log lines.
 func startServer(t *testing.T, dataDir string, args ...string) *serverProcess {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}

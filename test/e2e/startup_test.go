@@ -19,6 +19,8 @@ import (
 
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 const (
@@ -43,6 +45,7 @@ type rawServe struct {
 // running.
 func startRaw(t *testing.T, dir string, args ...string) *rawServe {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	p := &rawServe{exited: make(chan struct{})}
 	p.cmd = exec.Command(customapiBinary, append([]string{"serve", "--data-dir", dir, "--bind-address", "127.0.0.1", "-v=0"}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

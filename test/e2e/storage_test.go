@@ -54,6 +54,7 @@ func runCustomapi(t *testing.T, args ...string) commandResult {
 // runBinary runs bin with args to completion, within storageCommandTimeout.
 func runBinary(t *testing.T, bin string, args ...string) commandResult {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	ctx, cancel := context.WithTimeout(t.Context(), storageCommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -77,6 +77,7 @@ func buildFleet(t *testing.T) string {
 // data dir.
 func startFleetServer(t *testing.T) *serverProcess {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	s, err := launchBinary(buildFleet(t), fleetReadyLine, fleetKubeconfigLine, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // etcdBinary is built once by TestMain from ./hack/tools/etcd.
@@ -73,6 +75,7 @@ func freePorts(t *testing.T, n int) []int {
 // linearizable read; cleanup kills what still runs.
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
+	customapitest.SkipOnSharedEtcd(t)
 	ports := freePorts(t, 6)
 	c := &cluster{}
 	var initial []string
