@@ -25,8 +25,9 @@
 # Custom objects into namespace default as the admin (hack/admin-load's
 # seeding: 16 concurrent creates of custom-00000 ..., 256-byte messages),
 # stops it, then restarts it --runs times on that data dir and reports the
-# time to /readyz of each restart and the RSS once ready (every watch cache
-# holds the objects then: readiness waits for them).
+# time to /readyz of each restart, and the process's RSS and CPU time (user
+# and system) once ready (every watch cache holds the objects then:
+# readiness waits for them).
 set -euo pipefail
 
 customapi=""
@@ -74,6 +75,12 @@ start() {
 	elapsed="$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')"
 }
 
+# cpu_seconds PID: the user and system CPU the process has used so far
+# (/proc/PID/stat's utime and stime, in clock ticks).
+cpu_seconds() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
 stop() {
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
@@ -87,12 +94,13 @@ if [[ "$objects" -gt 0 ]]; then
 	echo "empty data dir: ${elapsed}s to /readyz"
 	"$loader" --kubeconfig "$dir/admin.kubeconfig" --objects "$objects" --lists 0 --writer=false --wait-for-count=false --duration 1ms | grep '^seed:'
 	stop
-	printf '%-4s %-10s %-12s\n' run restart "RSS ready"
+	printf '%-4s %-10s %-12s %-10s\n' run restart "RSS ready" "CPU ready"
 	for i in $(seq 1 "$runs"); do
 		start "$dir"
 		rss="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
+		cpu="$(cpu_seconds "$pid")"
 		stop
-		printf '%-4s %-10s %-12s\n' "$i" "${elapsed}s" "$((rss / 1024)) MiB"
+		printf '%-4s %-10s %-12s %-10s\n' "$i" "${elapsed}s" "$((rss / 1024)) MiB" "${cpu}s"
 	done
 	exit 0
 fi

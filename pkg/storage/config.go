@@ -166,12 +166,14 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		return nil, err
 	}
 	c = c.WithDefaults()
-	var codecs serializer.CodecFactory
+	var codecs runtime.StorageSerializer
 	if scheme != nil {
 		// The storage codec factory: CBOR (RFC 8949) is offered besides
 		// JSON, YAML and protobuf: it works by reflection on any Go type,
 		// and decodes faster than JSON.
-		codecs = serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
+		// Its JSON serializers read the type of a stored object in one
+		// pass (jsonMeta).
+		codecs = newStorageSerializer(serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo)), scheme)
 		if _, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), c.MediaType); !ok {
 			return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", c.MediaType)
 		}
@@ -212,7 +214,7 @@ func effectiveTimeout(d, def time.Duration) time.Duration {
 
 type restOptionsGetter struct {
 	scheme                    *runtime.Scheme
-	codecs                    serializer.CodecFactory
+	codecs                    runtime.StorageSerializer // nil without a scheme
 	mediaType                 string
 	backend                   storagebackend.Config
 	watchCache                bool
