@@ -130,8 +130,8 @@ func scanTypeMeta(data []byte) (apiVersion, kind string, ok bool) {
 }
 
 // plainString returns the contents of the string starting at data[i] and
-// the index after it, when it is a string of printable ASCII without
-// escapes.
+// the index after it, when it is a string of ASCII bytes (no control
+// character below 0x20, which JSON forbids) without escapes.
 func plainString(data []byte, i int) (s []byte, next int, ok bool) {
 	if i >= len(data) || data[i] != '"' {
 		return nil, 0, false
