@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -46,5 +48,46 @@ func TestDiffOwners(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRelistNewUID: a monitor's update from an object to another of the
+// same name with a new uid (a relist after the old one was deleted and
+// the name created again while the watch was down) removes the old node,
+// queues its dependents, and adds the new object.
+func TestRelistNewUID(t *testing.T) {
+	c, err := New(Config{Config: &rest.Config{Host: "https://127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := schema.GroupVersionKind{Group: "test", Version: "v1", Kind: "Custom"}
+	meta := func(name, uid string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), OwnerReferences: owners}}
+	}
+	owner := meta("owner", "old")
+	dependent := meta("dependent", "d", metav1.OwnerReference{APIVersion: "test/v1", Kind: "Custom", Name: "owner", UID: "old"})
+	h := c.graphEvents(gvk)
+	h.OnAdd(owner, true)
+	h.OnAdd(dependent, true)
+	h.OnUpdate(owner, meta("owner", "new"))
+	for c.graphChanges.Len() > 0 {
+		ev, _ := c.graphChanges.Get()
+		c.processEvent(ev)
+		c.graphChanges.Done(ev)
+	}
+	if _, ok := c.graph.snapshot("old"); ok {
+		t.Error("the replaced object's node is still in the graph")
+	}
+	if n, ok := c.graph.snapshot("new"); !ok || n.virtual {
+		t.Errorf("the new object's node: %+v, %v; want an observed node", n, ok)
+	}
+	queued := map[types.UID]bool{}
+	for c.attemptToDelete.Len() > 0 {
+		uid, _ := c.attemptToDelete.Get()
+		queued[uid] = true
+		c.attemptToDelete.Done(uid)
+	}
+	if !queued["d"] {
+		t.Errorf("queued to delete %v, want the dependent of the replaced object", queued)
 	}
 }

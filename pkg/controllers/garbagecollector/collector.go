@@ -295,23 +295,28 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 	return nil
 }
 
-// startMonitor watches the metadata of sr's objects into the graph.
-func (c *Collector) startMonitor(sr servedResource) *monitor {
-	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, sr.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	// The cache keeps what the graph reads, not managedFields, labels or
-	// annotations: a few hundred bytes per object instead of kilobytes.
-	_ = inf.SetTransform(keepGraphFields)
-	gvk := sr.gvk
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+// graphEvents turns a monitor's notifications about objects of kind gvk
+// into graph changes. An update whose object has another uid than the one
+// it replaces (a relist found the name held by a new object: the old one
+// was deleted, and the new one created, while the watch was down) is the
+// old object's deletion, then the new one's arrival: the old node must not
+// keep its dependents alive.
+func (c *Collector) graphEvents(gvk schema.GroupVersionKind) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
 				c.graphChanges.Add(&event{typ: addEvent, obj: m, gvk: gvk})
 			}
 		},
-		UpdateFunc: func(_, obj any) {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				c.graphChanges.Add(&event{typ: updateEvent, obj: m, gvk: gvk})
+		UpdateFunc: func(oldObj, obj any) {
+			m, ok := obj.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return
 			}
+			if old, ok := oldObj.(*metav1.PartialObjectMetadata); ok && old.UID != m.UID {
+				c.graphChanges.Add(&event{typ: deleteEvent, obj: old, gvk: gvk})
+			}
+			c.graphChanges.Add(&event{typ: updateEvent, obj: m, gvk: gvk})
 		},
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -321,7 +326,16 @@ func (c *Collector) startMonitor(sr servedResource) *monitor {
 				c.graphChanges.Add(&event{typ: deleteEvent, obj: m, gvk: gvk})
 			}
 		},
-	})
+	}
+}
+
+// startMonitor watches the metadata of sr's objects into the graph.
+func (c *Collector) startMonitor(sr servedResource) *monitor {
+	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, sr.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	// The cache keeps what the graph reads, not managedFields, labels or
+	// annotations: a few hundred bytes per object instead of kilobytes.
+	_ = inf.SetTransform(keepGraphFields)
+	_, _ = inf.AddEventHandler(c.graphEvents(sr.gvk))
 	m := &monitor{informer: inf, stop: make(chan struct{})}
 	// A watch cut by the collector's own stop (the server shutting down)
 	// is not an error worth an error-level log line.
