@@ -45,16 +45,18 @@ const (
 // A single member has no peers to send heartbeats to or to lose, so the
 // only effect of the election timeout is how long a start waits for the
 // member to elect itself: etcd fast-forwards all but one tick of it and
-// raft then waits a random 1 to ElectionMs/HeartbeatMs ticks, 20-200 ms
-// here against 0.1-1 s with the defaults. The cost is the ticks of an idle
-// server, five times as many (docs/performance.md: a 10 ms heartbeat
-// measured faster still, for a larger idle cost). What follows from the
-// shorter timeout: etcd's own request timeout (5 s plus twice the election
-// timeout) is 5.4 s instead of 7 s, and the shortest lease etcd grants is
-// 1 s instead of 2 s; an external etcd keeps its own settings.
+// raft then waits a random 1 to ElectionMs/HeartbeatMs ticks, 20-100 ms
+// here against 0.1-1 s with the defaults. The election timeout is the
+// shortest etcd accepts, five heartbeats; the cost is the ticks of an
+// idle server, five times as many as with the defaults (docs/performance.md:
+// a 10 ms heartbeat measured faster still, for a larger idle cost). What
+// follows from the shorter timeout: etcd's own request timeout (5 s plus
+// twice the election timeout) is 5.2 s instead of 7 s, and the shortest
+// lease etcd grants is 1 s instead of 2 s; an external etcd keeps its own
+// settings.
 const (
 	EmbeddedHeartbeatMs = 20
-	EmbeddedElectionMs  = 200
+	EmbeddedElectionMs  = 100
 )
 
 // EmbeddedConfig configures an embedded etcd server. The zero value except
@@ -344,7 +346,7 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 			}
 		}
 	}
-	// With a 200 ms election timeout (EmbeddedElectionMs) a new member can
+	// With a 100 ms election timeout (EmbeddedElectionMs) a new member can
 	// elect itself before the backend's first commit (every 100 ms) has
 	// written the term; the storage version monitor, woken by the cluster
 	// version the new leader sets, then fails once with "missing term

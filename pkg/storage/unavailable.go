@@ -20,7 +20,7 @@ import (
 // fails after this long with 504 Timeout instead of waiting for the
 // request's handler timeout (~34 s). etcd itself gives up on a proposal after
 // 5 s plus twice its election timeout ("etcdserver: request timed out"):
-// ~7 s with etcd's defaults, 5.4 s for the embedded member
+// ~7 s with etcd's defaults, 5.2 s for the embedded member
 // (etcd.EmbeddedElectionMs); this is a little longer, so that a slow but
 // healthy etcd still answers first.
 const DefaultWriteTimeout = 8 * time.Second
