@@ -1,28 +1,33 @@
 // Command serve-timing starts the server as `customapi serve` does (the
-// batteries, RBAC, the embedded etcd, customs and samples) and prints the
+// batteries, RBAC, CustomResourceDefinitions, the garbage collector, the
+// embedded etcd, customs and samples) and prints the
 // wall-clock time of each phase of a start, from the process start:
 // options.Config (data dir, certificates, tokens), server.New (etcd,
 // stores, watch caches, API), Run until ReadyNotify, then stops.
 //
 // Usage:
 //
-//	go run ./hack/serve-timing [-data-dir DIR] [-runs N] [-cpuprofile FILE]
+//	go run ./hack/serve-timing [-data-dir DIR] [-runs N] [-cpuprofile FILE] [-checks]
 //
 // With -runs N it starts N times on the same data dir (the first on an
 // empty one when DIR does not exist, the others restarts). -cpuprofile
 // writes one CPU profile of all the runs. Later runs in one process are
 // faster than the first (one-time initialisation is done): for the figure
-// of a fresh process use -runs 1 per process. Times are wall time: run it
-// on a quiet machine.
+// of a fresh process use -runs 1 per process. -checks also prints when
+// each /readyz check first passes. Times are wall time: run it on a quiet
+// machine.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
@@ -35,6 +40,7 @@ func main() {
 	dataDir := flag.String("data-dir", "", "data dir (default: a new temporary one)")
 	runs := flag.Int("runs", 2, "starts on the same data dir")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the starts to this file")
+	flag.BoolVar(checks, "checks", false, "print when each /readyz check first passes (polled every 2 ms)")
 	flag.Parse()
 	if *dataDir == "" {
 		tmp, err := os.MkdirTemp("", "serve-timing")
@@ -68,7 +74,11 @@ func start(dataDir string) error {
 	fmt.Printf("start (data dir exists: %v)\n", statErr == nil)
 	opts := server.NewOptions()
 	opts.DataDir = dataDir
+	// As `customapi serve`: RBAC, CustomResourceDefinitions, the
+	// garbage collector.
 	opts.Authorization.Mode = server.AuthorizationRBAC
+	opts.CustomResourceDefinitions = true
+	opts.GarbageCollector = true
 	opts.Serving.SecurePort = 0
 	sc, err := opts.Config()
 	if err != nil {
@@ -85,6 +95,9 @@ func start(dataDir string) error {
 	mark("server.New")
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
+	if *checks {
+		go watchChecks(ctx, srv.Handler(), mark)
+	}
 	select {
 	case <-srv.ReadyNotify():
 	case err := <-done:
@@ -97,6 +110,31 @@ func start(dataDir string) error {
 	}
 	mark("stopped")
 	return nil
+}
+
+// checks is -checks.
+var checks = new(bool)
+
+// watchChecks polls the server's /readyz?verbose (anonymous, as a probe)
+// every 2 ms until ctx ends and marks each check the first time it
+// passes.
+func watchChecks(ctx context.Context, h http.Handler, mark func(string)) {
+	passed := map[string]bool{}
+	for ctx.Err() == nil {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			name, ok := strings.CutPrefix(line, "[+]")
+			if ok && !passed[name] {
+				passed[name] = true
+				mark("  " + strings.TrimSuffix(name, " ok"))
+			}
+		}
+		if rec.Code == http.StatusOK {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func fail(err error) {
