@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/customapi/customapi/pkg/admission"
 )
@@ -36,6 +36,27 @@ const admissionInformerResync = 10 * time.Minute
 // admissionregistration is the group version of the webhooks' and
 // policies' kinds.
 var admissionregistration = schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"}
+
+// dynamicPluginInformers are the informers each dynamic plugin takes from
+// its factory (upstream's SetExternalKubeInformerFactory), besides the
+// namespaces' that all of them take: startInformers starts them before
+// startAdmission builds the chain.
+var dynamicPluginInformers = map[string]func(informers.SharedInformerFactory) []cache.SharedIndexInformer{
+	admission.MutatingAdmissionPolicy: func(f informers.SharedInformerFactory) []cache.SharedIndexInformer {
+		v1 := f.Admissionregistration().V1()
+		return []cache.SharedIndexInformer{v1.MutatingAdmissionPolicies().Informer(), v1.MutatingAdmissionPolicyBindings().Informer()}
+	},
+	admission.MutatingAdmissionWebhook: func(f informers.SharedInformerFactory) []cache.SharedIndexInformer {
+		return []cache.SharedIndexInformer{f.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()}
+	},
+	admission.ValidatingAdmissionPolicy: func(f informers.SharedInformerFactory) []cache.SharedIndexInformer {
+		v1 := f.Admissionregistration().V1()
+		return []cache.SharedIndexInformer{v1.ValidatingAdmissionPolicies().Informer(), v1.ValidatingAdmissionPolicyBindings().Informer()}
+	},
+	admission.ValidatingAdmissionWebhook: func(f informers.SharedInformerFactory) []cache.SharedIndexInformer {
+		return []cache.SharedIndexInformer{f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer()}
+	},
+}
 
 // dynamicPluginNeeds are the resources each dynamic plugin's informers
 // list and watch (besides namespaces): a plugin whose resources the
@@ -50,13 +71,14 @@ var dynamicPluginNeeds = map[string][]string{
 
 // untilRun is the dynamic part of the chain as the registry runs it: it
 // admits everything until the server runs (Run calls start), then is the
-// chain. Before Run nothing is served, so the plugins' informers, which
-// read the webhooks, policies and namespaces through the loopback client,
-// cannot sync: the only requests then are the program's own in-process
-// ones (the RBAC bootstrap, a program's setup between New and Run), which
-// would otherwise wait 10 s each and be refused "not yet ready". From
-// Run on, a request arriving before the informers have synced waits for
-// them, as upstream's plugins make it (up to 10 s).
+// chain. The requests before Run are the server's and the program's own
+// (the RBAC bootstrap, a program's setup between New and Run, through
+// the in-process doors), made while nothing listens: a webhook the
+// program serves itself, or at the server's own address, could not be
+// called, and a user's webhook or policy could refuse the server's
+// bootstrap objects. From Run on, a request arriving before the plugins
+// have loaded their webhooks and policies waits for them, as upstream's
+// plugins make it (up to 10 s).
 type untilRun struct {
 	chain   k8sadmission.Interface
 	running atomic.Bool
@@ -84,19 +106,20 @@ func (u *untilRun) Validate(ctx context.Context, a k8sadmission.Attributes, o k8
 	return nil
 }
 
-// applyAdmission builds the dynamic part of the registry's admission
-// chain (pkg/admission: policies and webhooks), as kube-apiserver does,
-// from gc's loopback clients, authorizer and drained notification, and
-// plugs it into the registry (SetDynamicAdmission), in effect from Run on
-// (untilRun). It returns the
-// informer factory of its plugins, for gc.Complete: the generic server
-// starts it in its post-start hook "generic-apiserver-start-informers"
-// and /readyz fails ("informer-sync") until it has synced, so the server
-// is not ready (ReadyNotify) before the plugins know the webhooks and
-// policies. A plugin is built only when the server serves namespaces
-// and the plugin's admissionregistration.k8s.io/v1 kinds and it is not
-// disabled; with none, the factory is nil and the chain has only its Go
-// part.
+// applyAdmission prepares the dynamic part of the registry's admission
+// chain (pkg/admission: policies and webhooks), as kube-apiserver builds
+// it, from in-process clients (the in-process door, as the loopback
+// identity), gc's authorizer and drained notification; startAdmission
+// builds it, once startInformers has synced its informers, and plugs it
+// into the registry (SetDynamicAdmission), in effect from Run on
+// (untilRun). It returns the informer factory of its
+// plugins, for gc.Complete: /readyz fails ("informer-sync") until its
+// informers have synced and ("admission-plugins") until the plugins have
+// loaded the webhooks and compiled the policies, so the server is not
+// ready (ReadyNotify) before the plugins know them. A plugin is built
+// only when the server serves namespaces and the plugin's
+// admissionregistration.k8s.io/v1 kinds and it is not disabled; with
+// none, the factory is nil and the chain has only its Go part.
 func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedInformerFactory, error) {
 	o := s.config.Options.Admission
 	serves := s.serves
@@ -114,20 +137,18 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	if len(disabled) == len(admission.PluginNames()) {
 		return nil, nil
 	}
-	// HTTP/1.1: at shutdown the HTTP server closes an idle HTTP/1.1
-	// connection at once, where it keeps an HTTP/2 one a second after its
-	// GOAWAY for the client to close (golang.org/x/net/http2's
-	// goAwayTimeout), which the informers' client does not: every stop of
-	// the server took a second longer.
-	loopback := rest.CopyConfig(gc.LoopbackClientConfig)
-	loopback.NextProtos = []string{"http/1.1"}
-	client, err := kubernetes.NewForConfig(loopback)
+	// The in-process door, not the loopback address: it serves from New
+	// on (the informers sync before Run: startInformers), and at a stop its
+	// connections end with the server (the loopback address's HTTP/2
+	// connections would be kept a second after their GOAWAY, for a
+	// client that does not close them).
+	client, err := kubernetes.NewForConfig(s.InProcessConfig())
 	if err != nil {
-		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
+		return nil, fmt.Errorf("server: admission: in-process client: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(loopback)
+	dyn, err := dynamic.NewForConfig(s.InProcessConfig())
 	if err != nil {
-		return nil, fmt.Errorf("server: admission: loopback client: %w", err)
+		return nil, fmt.Errorf("server: admission: in-process client: %w", err)
 	}
 	services, err := admission.NewServiceResolver(withSelf(o.ServiceResolution, gc.LoopbackClientConfig.Host))
 	if err != nil {
@@ -135,7 +156,7 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	}
 	factory := informers.NewSharedInformerFactory(client, admissionInformerResync)
 	// The REST mapper of the policies' paramKinds: discovery through the
-	// loopback client, cached, reset at start and every 30 s
+	// in-process client, cached, reset at start and every 30 s
 	// (options.AdmissionOptions.ApplyTo's).
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cacheddiscovery.NewMemCacheClient(client.Discovery()))
 	// The plugins' readiness: /readyz fails "admission-plugins" until
@@ -165,7 +186,7 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 	}); err != nil {
 		return nil, fmt.Errorf("server: admission: %w", err)
 	}
-	chain, err := admission.New(admission.Config{
+	s.admissionConfig = admission.Config{
 		Disabled:        disabled,
 		ConfigFile:      o.ConfigFile,
 		Client:          client,
@@ -185,16 +206,48 @@ func (s *Server) applyAdmission(gc *genericapiserver.Config) (informers.SharedIn
 		APIServerID:             gc.APIServerID,
 		Resources:               s.registry.Resources(),
 		Readiness:               readiness,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.admissionFactory = factory
+	return factory, nil
+}
+
+// admissionInformers returns the informers the enabled dynamic plugins
+// will take from their factory (dynamicPluginInformers, and the
+// namespaces'), registering them in it; none without a factory.
+func (s *Server) admissionInformers() []cache.SharedIndexInformer {
+	c := s.admissionConfig
+	if c.Informers == nil {
+		return nil
+	}
+	out := []cache.SharedIndexInformer{c.Informers.Core().V1().Namespaces().Informer()}
+	for _, name := range admission.PluginNames() {
+		if !slices.Contains(c.Disabled, name) {
+			out = append(out, dynamicPluginInformers[name](c.Informers)...)
+		}
+	}
+	return out
+}
+
+// startAdmission builds the chain applyAdmission prepared and plugs it
+// into the registry; without a factory, it does nothing. Informers a
+// plugin asks for beyond admissionInformers' start at once (the generic
+// server's post-start hook would start them too). Errors: the chain's
+// (admission.New).
+func (s *Server) startAdmission() error {
+	c := s.admissionConfig
+	if c.Informers == nil {
+		return nil
+	}
+	chain, err := admission.New(c)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	c.Informers.Start(s.earlyStop)
 	s.admissionGate = &untilRun{chain: chain}
 	if err := s.registry.SetDynamicAdmission(s.admissionGate); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return fmt.Errorf("server: %w", err)
 	}
-	s.admissionInformers = factory
-	return factory, nil
+	return nil
 }
 
 // withSelf returns mapping with the service default/kubernetes, kube's

@@ -11,6 +11,7 @@ import (
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsfactory "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
 	apiextensionsinformers "k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions/apiextensions/v1"
 	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
 	openapicontroller "k8s.io/apiextensions-apiserver/pkg/controller/openapi"
@@ -24,7 +25,6 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -78,10 +78,11 @@ func (s *Server) newGenericServer(gc *genericapiserver.Config, factory informers
 	gc.RESTOptionsGetter = crdOptions
 	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	rc := &genericapiserver.RecommendedConfig{Config: *gc, SharedInformerFactory: factory}
-	// HTTP/1.1 for the apiextensions informers' loopback client, as for
-	// the admission plugins' (applyAdmission): a stop takes a second less.
-	rc.LoopbackClientConfig = rest.CopyConfig(gc.LoopbackClientConfig)
-	rc.LoopbackClientConfig.NextProtos = []string{"http/1.1"}
+	// The apiextensions server's own clients (its informers, its
+	// controllers' writes) use the in-process door, as the admission
+	// plugins' (applyAdmission): startInformers syncs its informers in
+	// New, and at a stop their connections end with the server.
+	rc.LoopbackClientConfig = s.InProcessConfig()
 	ac := &apiextensionsapiserver.Config{GenericConfig: rc, ExtraConfig: apiextensionsapiserver.ExtraConfig{
 		CRDRESTOptionsGetter: crOptions,
 		// One: several replicas on one etcd make the establishing
@@ -98,6 +99,7 @@ func (s *Server) newGenericServer(gc *genericapiserver.Config, factory informers
 		return fmt.Errorf("server: %w", err)
 	}
 	s.generic = crds.GenericAPIServer
+	s.customResources.informers = crds.Informers
 	s.customResources.informer = crds.Informers.Apiextensions().V1().CustomResourceDefinitions()
 	s.customResources.lister = s.customResources.informer.Lister()
 	return s.generic.AddPostStartHook("customapi-crd-discovery-openapi", func(hc genericapiserver.PostStartHookContext) error {
@@ -109,9 +111,10 @@ func (s *Server) newGenericServer(gc *genericapiserver.Config, factory informers
 // customResources is what the server runs for CustomResourceDefinitions
 // beside k8s.io/apiextensions-apiserver's own controllers.
 type customResources struct {
-	goGroups map[string][]string // group -> the Go-typed resources it serves ("leases.coordination.k8s.io")
-	informer apiextensionsinformers.CustomResourceDefinitionInformer
-	lister   apiextensionslisters.CustomResourceDefinitionLister
+	goGroups  map[string][]string                        // group -> the Go-typed resources it serves ("leases.coordination.k8s.io")
+	informers apiextensionsfactory.SharedInformerFactory // apiextensions' own, started by startInformers
+	informer  apiextensionsinformers.CustomResourceDefinitionInformer
+	lister    apiextensionslisters.CustomResourceDefinitionLister
 }
 
 // goGroups are the API groups served by Go types (the registry's

@@ -39,15 +39,19 @@ type inProcess struct {
 	server   *http.Server
 	config   *rest.Config
 	dynamic  dynamic.Interface // on config
+
+	// fresh are the connections served that have not begun a request
+	// (http.StateNew): close closes them at once (see there).
+	mu    sync.Mutex
+	fresh map[net.Conn]struct{}
 }
 
-// newInProcess serves handler in memory until close.
-func newInProcess(handler http.Handler, token string) (*inProcess, error) {
+// newInProcess returns the door's client configuration, presenting
+// token; it serves once serve is called, until close. A request made
+// before serve waits for it.
+func newInProcess(token string) (*inProcess, error) {
 	l := newPipeListener()
-	p := &inProcess{
-		listener: l,
-		server:   &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute},
-	}
+	p := &inProcess{listener: l, fresh: map[net.Conn]struct{}{}}
 	p.config = &rest.Config{
 		Host:        "http://" + inProcessHost,
 		BearerToken: token,
@@ -65,8 +69,24 @@ func newInProcess(handler http.Handler, token string) (*inProcess, error) {
 	if p.dynamic, err = dynamic.NewForConfig(rest.CopyConfig(p.config)); err != nil {
 		return nil, fmt.Errorf("server: in-process client: %w", err)
 	}
-	go func() { _ = p.server.Serve(l) }()
 	return p, nil
+}
+
+// serve serves handler on the door, once.
+func (p *inProcess) serve(handler http.Handler) {
+	p.server = &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute, ConnState: p.track}
+	go func() { _ = p.server.Serve(p.listener) }()
+}
+
+// track records which connections are fresh (http.Server.ConnState).
+func (p *inProcess) track(c net.Conn, state http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if state == http.StateNew {
+		p.fresh[c] = struct{}{}
+	} else {
+		delete(p.fresh, c)
+	}
 }
 
 // pipeListener is a net.Listener of in-memory connections: each
@@ -144,10 +164,23 @@ func (pipeAddr) String() string  { return inProcessHost }
 
 // close stops serving: in-flight requests get until ctx ends to finish
 // (the generic server has ended their watches by then), then connections
-// are closed.
+// are closed. Connections no request has begun on are closed at once:
+// client-go's HTTP/1.1 transports keep some that were dialled for a
+// request another connection then served, which http.Server.Shutdown
+// would wait 5 s for, in case a request is on its way. By then the
+// generic server has stopped serving; a request just beginning on such a
+// connection fails as it would on the closed listener.
 func (p *inProcess) close(ctx context.Context) {
-	if err := p.server.Shutdown(ctx); err != nil {
-		_ = p.server.Close()
+	_ = p.listener.Close()
+	p.mu.Lock()
+	for c := range p.fresh {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	if p.server != nil {
+		if err := p.server.Shutdown(ctx); err != nil {
+			_ = p.server.Close()
+		}
 	}
 	_ = p.listener.Close()
 }

@@ -36,10 +36,11 @@ func TestInProcessKeepAliveNotCancelled(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	p, err := newInProcess(handler, "token")
+	p, err := newInProcess("token")
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.serve(handler)
 	t.Cleanup(func() { p.close(t.Context()) })
 	rt, err := rest.TransportFor(p.config)
 	if err != nil {

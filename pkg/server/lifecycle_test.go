@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -148,7 +149,9 @@ func TestSecurePortTaken(t *testing.T) {
 // TestCloseWithoutRun: a server that New built but that never ran is
 // released by Close (idempotent): the data dir lock, the listener and the
 // embedded etcd, so that a new server on the same data dir (and port) is
-// built and serves. Run after Close fails.
+// built and serves. Run after Close fails. The first server serves the
+// batteries, so New has started the admission plugins' informers (on the
+// in-process door), which Close stops.
 func TestCloseWithoutRun(t *testing.T) {
 	dir := t.TempDir()
 	cfg, err := lifecycleOptions(dir).Config()
@@ -156,7 +159,7 @@ func TestCloseWithoutRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := cfg.Options.Serving.Listener.Addr().(*net.TCPAddr).Port
-	srv, err := server.New(t.Context(), cfg.Complete(), install.Customs)
+	srv, err := server.New(t.Context(), cfg.Complete(), append(batteries.Resources(batteries.Options{}), install.Customs)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/customapi/customapi/internal/restaccess"
+	"github.com/customapi/customapi/pkg/admission"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
@@ -74,10 +75,15 @@ type Server struct {
 
 	authn *structuredAuthenticator // --authentication-config; nil without
 
-	// admissionInformers feed the dynamic admission plugins (admission.go);
+	// admissionFactory feeds the dynamic admission plugins (admission.go);
 	// nil when the chain has none.
-	admissionInformers informers.SharedInformerFactory
-	admissionGate      *untilRun // the dynamic part, started by Run; nil without
+	admissionFactory informers.SharedInformerFactory
+	admissionConfig  admission.Config // what startAdmission builds the chain from
+	admissionGate    *untilRun        // the dynamic part, started by Run; nil without
+	// earlyStop stops the informers startInformers starts in New
+	// (informers.go); closed by stopEarlyInformers.
+	earlyStop     chan struct{}
+	earlyStopOnce sync.Once
 
 	// The OpenAPI configs, completed by the generic server's New, that
 	// Run installs (installOpenAPI).
@@ -152,7 +158,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, err
 	}
 	o := cfg.Options
-	s := &Server{config: cfg, ready: make(chan struct{})}
+	s := &Server{config: cfg, ready: make(chan struct{}), earlyStop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			_ = s.release()
@@ -197,6 +203,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err != nil {
 		return nil, err
 	}
+	if s.inProcess, err = newInProcess(gc.LoopbackClientConfig.BearerToken); err != nil {
+		return nil, err
+	}
 	admissionInformers, err := s.applyAdmission(gc)
 	if err != nil {
 		return nil, err
@@ -204,9 +213,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err := s.newGenericServer(gc, admissionInformers); err != nil {
 		return nil, err
 	}
-	if s.inProcess, err = newInProcess(s.generic.Handler, gc.LoopbackClientConfig.BearerToken); err != nil {
-		return nil, err
-	}
+	s.inProcess.serve(s.generic.Handler)
 	if s.customView != nil {
 		s.customView.set(s.customResources, s.inProcess.dynamic)
 	}
@@ -222,6 +229,12 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}
 	reviews := review.Config{Tokens: s.tokens, Authorizer: gc.Authorization.Authorizer, RuleResolver: rules}
 	if err := s.installReviews(codecs, reviews); err != nil {
+		return nil, err
+	}
+	if err := s.startInformers(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startAdmission(); err != nil {
 		return nil, err
 	}
 	if s.rbac != nil {
@@ -464,6 +477,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		}
 	}()
 	defer cancel()
+	// As the generic server's post-start hooks' informers, those started
+	// in New stop when the server starts to shut down, so that they do
+	// not watch again through the in-process door while it drains.
+	context.AfterFunc(ctx, s.stopEarlyInformers)
 
 	if ctx.Err() != nil {
 		return nil
@@ -562,6 +579,8 @@ func (s *Server) Handler() http.Handler { return s.generic.Handler }
 func (s *Server) release() error {
 	s.releaseOnce.Do(func() {
 		s.authn.close()
+		// Before the in-process door closes: it waits for their watches.
+		s.stopEarlyInformers()
 		if s.inProcess != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			s.inProcess.close(ctx)
@@ -570,10 +589,7 @@ func (s *Server) release() error {
 		if s.generic != nil {
 			s.generic.Destroy()
 		}
-		if s.admissionInformers != nil {
-			// Their informers, started by Run, end with it.
-			s.admissionInformers.Shutdown()
-		}
+		s.shutdownEarlyInformers()
 		var regErr error
 		if s.registry != nil {
 			regErr = s.registry.Close()
