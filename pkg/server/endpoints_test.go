@@ -4,7 +4,6 @@ package server_test
 // tables, bookmarks and paging, over raw HTTPS.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,16 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
-	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
-	"github.com/customapi/customapi/pkg/batteries"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // Requests without the admin token are 401 Unauthorized on every path but
@@ -582,56 +577,4 @@ func testPaging(t *testing.T, mode storageMode) {
 		}
 		requireStatus(t, e.get(t, customsIn("paging")+"?fieldSelector=spec.nope%3Dx"), http.StatusBadRequest, metav1.StatusReasonBadRequest)
 	})
-}
-
-// TestOpenAPIV3Lazy: the /openapi/v3 documents Run serves, built on first
-// use, are byte for byte those of k8s.io/apiserver's InstallV3, which
-// builds them at start: the index (with each document's hash) and every
-// group version's document, for the batteries and a Go type.
-func TestOpenAPIV3Lazy(t *testing.T) {
-	o := server.NewOptions()
-	o.DataDir = t.TempDir()
-	o.Serving.SecurePort = 0
-	o.EtcdUnsafeNoFsync = true
-	cfg, err := o.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	srv, err := server.New(ctx, cfg.Complete(), append(batteries.Resources(batteries.Options{}), install.Customs)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	select {
-	case <-srv.ReadyNotify():
-	case err := <-done:
-		t.Fatalf("stopped before ready: %v", err)
-	}
-	lazy, err := server.OpenAPIV3Documents(srv, true)
-	if err != nil {
-		t.Fatalf("lazy: %v", err)
-	}
-	eager, err := server.OpenAPIV3Documents(srv, false)
-	if err != nil {
-		t.Fatalf("InstallV3: %v", err)
-	}
-	if len(lazy) < 10 {
-		t.Fatalf("only %d documents: %v", len(lazy), keys(lazy))
-	}
-	if !slices.Equal(keys(lazy), keys(eager)) {
-		t.Fatalf("documents %v, InstallV3's %v", keys(lazy), keys(eager))
-	}
-	for path, doc := range lazy {
-		if doc != eager[path] {
-			t.Errorf("%s differs from InstallV3's (%d bytes, InstallV3's %d)", path, len(doc), len(eager[path]))
-		}
-	}
 }

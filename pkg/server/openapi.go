@@ -3,22 +3,16 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
-	restful "github.com/emicklei/go-restful/v3"
 	"github.com/google/uuid"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/server/mux"
-	"k8s.io/klog/v2"
+	"k8s.io/apiserver/pkg/server/routes"
 	builder2 "k8s.io/kube-openapi/pkg/builder"
-	builder3 "k8s.io/kube-openapi/pkg/builder3"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/common/restfuladapter"
 	"k8s.io/kube-openapi/pkg/handler"
-	"k8s.io/kube-openapi/pkg/handler3"
-	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -31,7 +25,7 @@ import (
 // PrepareRun sees them) and the same pruning of defaults, so the same
 // document. A v2 build that fails answers that request with an error (at
 // start the generic server would have exited). The v3 documents, one per
-// group version, are built lazily too (installOpenAPIV3). Call once,
+// group version, are built here as PrepareRun builds them. Call once,
 // after every API group is installed and before PrepareRun. The returned
 // static v2 document is the one k8s.io/apiextensions-apiserver's OpenAPI
 // controller merges the CRDs' schemas into (customResources.run): it is
@@ -51,105 +45,8 @@ func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 	static := &lazyStaticSpec{spec: &spec.Swagger{}, build: build}
 	g.OpenAPIVersionedService = handler.NewOpenAPIServiceLazy(build)
 	g.OpenAPIVersionedService.RegisterOpenAPIVersionedService("/openapi/v2", fillFirst{mux: mux, static: static})
-	g.OpenAPIV3VersionedService = installOpenAPIV3(container, mux, v3)
+	g.OpenAPIV3VersionedService = routes.OpenAPI{V3Config: v3}.InstallV3(container, mux)
 	return static
-}
-
-// installOpenAPIV3 serves /openapi/v3 as k8s.io/apiserver's
-// routes.OpenAPI.InstallV3 does, except that each group version's
-// document is built on its first use (a request for it, or for the
-// /openapi/v3 index, which names each document's hash) instead of all
-// of them at start (~17 ms of a start with the batteries): the same
-// builder, the same web services (one per group version, those
-// registered when this is called) and the same narrowing of the
-// cross-registered meta kinds (scopeCrossRegisteredKinds), so the same
-// documents. A group version whose build fails is logged and, where
-// upstream would leave it out of the index, answers its requests and
-// the index's with the error.
-func installOpenAPIV3(container *restful.Container, mux *mux.PathRecorderMux, v3 *common.OpenAPIV3Config) *handler3.OpenAPIService {
-	service := handler3.NewOpenAPIService()
-	if err := service.RegisterOpenAPIV3VersionedService("/openapi/v3", mux); err != nil {
-		// Upstream exits here: the path is already taken.
-		klog.Fatalf("Failed to register versioned open api spec for root: %v", err)
-	}
-	byPath := map[string]*restful.WebService{}
-	for _, ws := range container.RegisteredWebServices() {
-		byPath[strings.TrimPrefix(ws.RootPath(), "/")] = ws
-	}
-	for gv, ws := range byPath {
-		service.UpdateGroupVersionLazy(gv, cached.Once(cached.Func(func() (*spec3.OpenAPI, string, error) {
-			doc, err := builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), v3)
-			if err != nil {
-				klog.Errorf("Failed to build OpenAPI v3 for group %s, %q", gv, err)
-				return nil, "", fmt.Errorf("server: build the OpenAPI v3 document of %s: %w", gv, err)
-			}
-			if group, version, ok := groupVersionOfPath(gv); ok {
-				scopeCrossRegisteredKinds(doc, group, version)
-			}
-			return doc, uuid.New().String(), nil
-		})))
-	}
-	return service
-}
-
-// groupVersionOfPath returns the group and version of an API root path
-// without its leading slash: "api/v1" is ("", "v1"), "apis/apps/v1"
-// ("apps", "v1"); ok is false for any other path.
-func groupVersionOfPath(path string) (group, version string, ok bool) {
-	parts := strings.Split(path, "/")
-	switch {
-	case len(parts) == 2 && parts[0] == "api":
-		return "", parts[1], true
-	case len(parts) == 3 && parts[0] == "apis":
-		return parts[1], parts[2], true
-	}
-	return "", "", false
-}
-
-// crossRegisteredKinds are the kinds metav1.AddToGroupVersion registers
-// into every group version, so that a group version's document lists
-// each of them with every group version's kind.
-var crossRegisteredKinds = map[string]bool{"WatchEvent": true, "DeleteOptions": true}
-
-// scopeCrossRegisteredKinds keeps, in the x-kubernetes-group-version-kind
-// list of each schema of a cross-registered kind, only the entries of
-// group/version and of the core v1 group, as upstream's InstallV3 does;
-// a schema left with none loses the extension (upstream logs a warning).
-func scopeCrossRegisteredKinds(doc *spec3.OpenAPI, group, version string) {
-	if doc == nil || doc.Components == nil {
-		return
-	}
-	for _, schema := range doc.Components.Schemas {
-		if schema == nil {
-			continue
-		}
-		gvks, ok := schema.Extensions["x-kubernetes-group-version-kind"].([]any)
-		if !ok || len(gvks) <= 1 {
-			continue
-		}
-		first, _ := gvks[0].(map[string]any)
-		if kind, _ := first["kind"].(string); !crossRegisteredKinds[kind] {
-			continue
-		}
-		var kept []any
-		for _, entry := range gvks {
-			m, ok := entry.(map[string]any)
-			if !ok {
-				continue
-			}
-			g, gok := m["group"].(string)
-			v, vok := m["version"].(string)
-			if gok && vok && (g == group && v == version || g == "" && v == "v1") {
-				kept = append(kept, entry)
-			}
-		}
-		if len(kept) > 0 {
-			schema.Extensions["x-kubernetes-group-version-kind"] = kept
-		} else {
-			klog.Warningf("Unexpected: filtering x-kubernetes-group-version-kind for %s/%s produced no matches", group, version)
-			delete(schema.Extensions, "x-kubernetes-group-version-kind")
-		}
-	}
 }
 
 // lazyStaticSpec is the static OpenAPI v2 document (the Go groups'),
