@@ -26,7 +26,8 @@ import (
 // document. A v2 build that fails answers that request with an error (at
 // start the generic server would have exited). The v3 documents, one per
 // group version, are built here as PrepareRun builds them. Call once,
-// after every API group is installed and before PrepareRun. The returned
+// after every API group is installed and before PrepareRun; requests may
+// be served meanwhile (the mux takes new paths while it serves). The returned
 // static v2 document is the one k8s.io/apiextensions-apiserver's OpenAPI
 // controller merges the CRDs' schemas into (customResources.run): it is
 // filled, from the same lazy build, before the first /openapi/v2 request

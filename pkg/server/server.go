@@ -86,7 +86,7 @@ type Server struct {
 	earlyStopOnce sync.Once
 
 	// The OpenAPI configs, completed by the generic server's New, that
-	// Run installs (installOpenAPI).
+	// New installs (installOpenAPI).
 	openAPIV2 *common.Config
 	openAPIV3 *common.OpenAPIV3Config
 	// openAPIV2Static is the static v2 document installOpenAPI built
@@ -231,8 +231,19 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	if err := s.installReviews(codecs, reviews); err != nil {
 		return nil, err
 	}
-	if err := s.startInformers(ctx); err != nil {
-		return nil, err
+	// /openapi/v2 and /openapi/v3, the v3 documents built while the
+	// informers sync; both before the admission chain, whose mutating
+	// policies' type converter reads /openapi/v3 from its start (and
+	// would otherwise fail, and log it, until its next read 5 s later).
+	openAPIInstalled := make(chan struct{})
+	go func() {
+		defer close(openAPIInstalled)
+		s.openAPIV2Static = installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
+	}()
+	informersErr := s.startInformers(ctx)
+	<-openAPIInstalled
+	if informersErr != nil {
+		return nil, informersErr
 	}
 	if err := s.startAdmission(); err != nil {
 		return nil, err
@@ -504,7 +515,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 			}
 		})
 	}
-	s.openAPIV2Static = installOpenAPI(s.generic, s.openAPIV2, s.openAPIV3)
 	if s.admissionGate != nil {
 		// Before the server listens: every request it serves runs the
 		// webhooks and policies.
