@@ -1,7 +1,7 @@
 // Command serve-timing starts the server as `customapi serve` does (the
 // batteries, RBAC, CustomResourceDefinitions, the garbage collector, the
 // embedded etcd, customs and samples) and prints the
-// wall-clock time of each phase of a start, from the process start:
+// wall-clock time of each phase of a start, from the start's beginning:
 // options.Config (data dir, certificates, tokens), server.New (etcd,
 // stores, watch caches, API), Run until ReadyNotify, then stops.
 //
@@ -40,7 +40,7 @@ func main() {
 	dataDir := flag.String("data-dir", "", "data dir (default: a new temporary one)")
 	runs := flag.Int("runs", 2, "starts on the same data dir")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the starts to this file")
-	flag.BoolVar(checks, "checks", false, "print when each /readyz check first passes (polled every 2 ms)")
+	flag.BoolVar(&checks, "checks", false, "print when each /readyz check first passes (polled every 2 ms)")
 	flag.Parse()
 	if *dataDir == "" {
 		tmp, err := os.MkdirTemp("", "serve-timing")
@@ -95,7 +95,7 @@ func start(dataDir string) error {
 	mark("server.New")
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	if *checks {
+	if checks {
 		go watchChecks(ctx, srv.Handler(), mark)
 	}
 	select {
@@ -113,7 +113,7 @@ func start(dataDir string) error {
 }
 
 // checks is -checks.
-var checks = new(bool)
+var checks bool
 
 // watchChecks polls the server's /readyz?verbose (anonymous, as a probe)
 // every 2 ms until ctx ends and marks each check the first time it

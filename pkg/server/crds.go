@@ -78,10 +78,12 @@ func (s *Server) newGenericServer(gc *genericapiserver.Config, factory informers
 	gc.RESTOptionsGetter = crdOptions
 	gc.MergedResourceConfig = apiextensionsapiserver.DefaultAPIResourceConfigSource()
 	rc := &genericapiserver.RecommendedConfig{Config: *gc, SharedInformerFactory: factory}
-	// The apiextensions server's own clients (its informers, its
-	// controllers' writes) use the in-process door, as the admission
-	// plugins' (applyAdmission): startInformers syncs its informers in
-	// New, and at a stop their connections end with the server.
+	// The generic server's loopback configuration (apiextensions'
+	// informers and controllers' writes, the post-start hooks') is the
+	// in-process door, as the admission plugins' clients
+	// (applyAdmission): startInformers syncs apiextensions' informers in
+	// New, and at a stop their connections end with the server. The
+	// token is the loopback one, so the identity is the same.
 	rc.LoopbackClientConfig = s.InProcessConfig()
 	ac := &apiextensionsapiserver.Config{GenericConfig: rc, ExtraConfig: apiextensionsapiserver.ExtraConfig{
 		CRDRESTOptionsGetter: crOptions,

@@ -182,7 +182,6 @@ func (p *inProcess) close(ctx context.Context) {
 			_ = p.server.Close()
 		}
 	}
-	_ = p.listener.Close()
 }
 
 // contextUser impersonates the user of the request's context
