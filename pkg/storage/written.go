@@ -1,0 +1,188 @@
+package storage
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
+)
+
+// writtenCapacity is how many values a writtenValues remembers at most:
+// the values of the writes whose two decodes have not both happened yet.
+// A value is usually forgotten within milliseconds of its write (at its
+// second decode); the bound holds only for values that are never decoded
+// twice (a write etcd refused, a write whose watch event was never read),
+// which are forgotten oldest first. At ~1 KB a value and a decoded object
+// of a few KB, that is at most ~1.5 MB per resource.
+const writtenCapacity = 256
+
+// writtenValues lets the two decodes of a value that a store has just
+// written share one parse. k8s.io/apiserver's etcd3 store decodes the
+// bytes it wrote to return the stored object to the caller
+// (etcd3.(*store).Create and GuaranteedUpdate), and its watcher decodes
+// the same bytes again when the watch cache receives the write's event
+// (watchChan.transform): two parses of every created or updated object.
+//
+// The storage codec's encoder (encodeWritten) tells it of every value it
+// encodes for etcd; the first decode of such a value, whichever of the two
+// it is, keeps a deep copy of what the serializer returned, and the second
+// gets that copy (which no one else holds) instead of parsing the bytes
+// again. Decoding is
+// a pure function of the bytes, so the copy is what the parse would have
+// returned: the decoder uses it only where that holds (no default
+// GroupVersionKind, and no object to decode into, or a zero one of the
+// decoded type: the JSON serializer decodes into a non-zero object by
+// merging), and parses otherwise. Objects are copied with their generated
+// DeepCopyObject, so nothing is shared between the two callers.
+// A value decoded a third time (a GET of what a write stored) is parsed.
+//
+// Safe for concurrent use.
+type writtenValues struct {
+	mu      sync.Mutex
+	entries map[string]*writtenValue
+	ring    [writtenCapacity]*writtenValue // insertion order, for eviction
+	next    int
+}
+
+type writtenValue struct {
+	key string
+	obj runtime.Object          // the serializer's result; nil until the first decode
+	gvk schema.GroupVersionKind // the serializer's GroupVersionKind of obj
+}
+
+func newWrittenValues() *writtenValues {
+	return &writtenValues{entries: make(map[string]*writtenValue, writtenCapacity)}
+}
+
+// wrote records that data is about to be written to etcd.
+func (w *writtenValues) wrote(data []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.entries[string(data)]; ok {
+		return
+	}
+	if old := w.ring[w.next]; old != nil && w.entries[old.key] == old {
+		delete(w.entries, old.key)
+	}
+	v := &writtenValue{key: string(data)}
+	w.ring[w.next] = v
+	w.next = (w.next + 1) % writtenCapacity
+	w.entries[v.key] = v
+}
+
+// has reports whether data was written and is not forgotten yet.
+func (w *writtenValues) has(data []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.entries[string(data)]
+	return ok
+}
+
+// lookup returns the entry of data, if data was written and not forgotten;
+// with a decoded object, the entry is forgotten (its second decode), and
+// the object is the caller's: no one else holds it.
+func (w *writtenValues) lookup(data []byte) (obj runtime.Object, gvk schema.GroupVersionKind, written bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.entries[string(data)]
+	if !ok {
+		return nil, schema.GroupVersionKind{}, false
+	}
+	if v.obj != nil {
+		delete(w.entries, v.key)
+	}
+	return v.obj, v.gvk, true
+}
+
+// decoded keeps a copy of obj, the first decode of data, for its second.
+func (w *writtenValues) decoded(data []byte, obj runtime.Object, gvk schema.GroupVersionKind) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if v, ok := w.entries[string(data)]; ok && v.obj == nil {
+		v.obj, v.gvk = obj, gvk
+	}
+}
+
+// encodeWritten is the storage encoder that tells values of what it
+// encodes (serverstorage.StorageCodecConfig.EncoderDecoratorFn).
+type encodeWritten struct {
+	runtime.Encoder
+	values *writtenValues
+}
+
+// Encode implements runtime.Encoder: the encoding of obj, as the wrapped
+// encoder writes it, recorded as written.
+func (e encodeWritten) Encode(obj runtime.Object, w io.Writer) error {
+	var buf bytes.Buffer
+	if err := e.Encoder.Encode(obj, &buf); err != nil {
+		return err
+	}
+	e.values.wrote(buf.Bytes())
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// decodeWritten is the storage decoder that parses a written value once
+// (serverstorage.StorageCodecConfig.DecoderDecoratorFn): it sits under the
+// codec's conversion and defaulting, in place of the recognizer over the
+// serializers, so what it keeps and copies is the serializer's result.
+type decodeWritten struct {
+	decoder runtime.Decoder // the recognizer over the storage serializers
+	values  *writtenValues
+}
+
+// decorateDecoders is the DecoderDecoratorFn of a storage codec whose
+// encoder is encodeWritten with the same values.
+func (v *writtenValues) decorateDecoders(decoders []runtime.Decoder) []runtime.Decoder {
+	return []runtime.Decoder{decodeWritten{decoder: recognizer.NewDecoder(decoders...), values: v}}
+}
+
+// Decode implements runtime.Decoder.
+func (d decodeWritten) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if defaults != nil || !d.values.has(data) || !zeroOrNil(into) {
+		return d.decoder.Decode(data, defaults, into)
+	}
+	cached, gvk, written := d.values.lookup(data)
+	if !written {
+		return d.decoder.Decode(data, defaults, into)
+	}
+	if cached != nil {
+		// lookup forgot the entry: cached is this caller's alone.
+		if into == nil {
+			return cached, &gvk, nil
+		}
+		if reflect.TypeOf(into) == reflect.TypeOf(cached) {
+			reflect.ValueOf(into).Elem().Set(reflect.ValueOf(cached).Elem())
+			return into, &gvk, nil
+		}
+		return d.decoder.Decode(data, defaults, into)
+	}
+	obj, actual, err := d.decoder.Decode(data, defaults, into)
+	if err != nil || obj == nil || actual == nil {
+		return obj, actual, err
+	}
+	if _, ok := obj.(runtime.Unstructured); !ok && (into == nil || obj == into) {
+		d.values.decoded(data, obj.DeepCopyObject(), *actual)
+	}
+	return obj, actual, nil
+}
+
+// zeroOrNil reports whether into is nil, or a pointer to a zero struct
+// that is not unstructured: an object decoding cannot merge into.
+func zeroOrNil(into runtime.Object) bool {
+	if into == nil {
+		return true
+	}
+	if _, ok := into.(runtime.Unstructured); ok {
+		return false
+	}
+	v := reflect.ValueOf(into)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	return v.Elem().IsZero()
+}
