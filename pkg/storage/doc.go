@@ -23,6 +23,12 @@
 // encoding (protobuf without generated marshallers) is refused when its
 // store is built, naming the resource and the fix.
 //
+// The storage codec parses a value it has just encoded for etcd once: the
+// etcd3 store's decode of what it wrote (to return it) and its watcher's
+// decode of the same value (for the watch cache) share one parse, the
+// second decode taking a deep copy of the first's result, which is what a
+// parse of the same bytes returns.
+//
 // Keys are <prefix>/<group>/<resource>/<namespace>/<name> for namespaced
 // resources and <prefix>/<group>/<resource>/<name> for cluster-scoped ones,
 // with prefix "/registry" by default: the layout kube-apiserver uses.

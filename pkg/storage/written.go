@@ -55,7 +55,7 @@ type writtenValue struct {
 }
 
 func newWrittenValues() *writtenValues {
-	return &writtenValues{entries: make(map[string]*writtenValue, writtenCapacity)}
+	return &writtenValues{entries: map[string]*writtenValue{}}
 }
 
 // wrote records that data is about to be written to etcd.
