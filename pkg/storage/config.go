@@ -275,19 +275,23 @@ func (s storedAsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.
 // decoded into memoryGroup's internal version.
 func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime.Object, memoryGroup string, storageKind schema.GroupVersionKind) (generic.RESTOptions, error) {
 	storageVersion := storageKind.GroupVersion()
-	// The value a write encodes is parsed once, not twice (writtenValues).
-	written := newWrittenValues()
-	codec, encodeVersioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+	codecConfig := serverstorage.StorageCodecConfig{
 		StorageMediaType:  g.mediaType,
 		StorageSerializer: g.codecs,
 		StorageVersion:    storageVersion,
 		MemoryVersion:     schema.GroupVersion{Group: memoryGroup, Version: runtime.APIVersionInternal},
 		Config:            g.backend,
-		EncoderDecoratorFn: func(e runtime.Encoder) runtime.Encoder {
+	}
+	if g.watchCache {
+		// The value a write encodes is decoded twice, by the store and for
+		// the watch cache, and parsed once (writtenValues).
+		written := newWrittenValues()
+		codecConfig.EncoderDecoratorFn = func(e runtime.Encoder) runtime.Encoder {
 			return encodeWritten{Encoder: e, values: written}
-		},
-		DecoderDecoratorFn: written.decorateDecoders,
-	})
+		}
+		codecConfig.DecoderDecoratorFn = written.decorateDecoders
+	}
+	codec, encodeVersioner, err := serverstorage.NewStorageCodec(codecConfig)
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: codec: %w", gr, err)
 	}

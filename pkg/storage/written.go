@@ -11,14 +11,22 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
 )
 
-// writtenCapacity is how many values a writtenValues remembers at most:
-// the values of the writes whose two decodes have not both happened yet.
-// A value is usually forgotten within milliseconds of its write (at its
-// second decode); the bound holds only for values that are never decoded
-// twice (a write etcd refused, a write whose watch event was never read),
-// which are forgotten oldest first. At ~1 KB a value and a decoded object
-// of a few KB, that is at most ~1.5 MB per resource.
-const writtenCapacity = 256
+// Bounds of a writtenValues: what it remembers are the values of writes
+// whose two decodes have not both happened yet. A value is usually
+// forgotten within milliseconds of its write, at its second decode; the
+// bounds matter only for values never decoded twice (a write etcd refused,
+// an update that changed nothing and so wrote nothing), which are
+// forgotten oldest first.
+const (
+	// writtenCapacity is how many values are remembered at most.
+	writtenCapacity = 256
+	// writtenMaxBytes bounds the bytes of the values remembered (the
+	// decoded objects they keep are a few times larger): 1 MiB.
+	writtenMaxBytes = 1 << 20
+	// writtenMaxValue is the largest value remembered, 64 KiB: a larger
+	// one is parsed twice, as upstream does.
+	writtenMaxValue = 64 << 10
+)
 
 // writtenValues lets the two decodes of a value that a store has just
 // written share one parse. k8s.io/apiserver's etcd3 store decodes the
@@ -31,21 +39,23 @@ const writtenCapacity = 256
 // encodes for etcd; the first decode of such a value, whichever of the two
 // it is, keeps a deep copy of what the serializer returned, and the second
 // gets that copy (which no one else holds) instead of parsing the bytes
-// again. Decoding is
-// a pure function of the bytes, so the copy is what the parse would have
-// returned: the decoder uses it only where that holds (no default
-// GroupVersionKind, and no object to decode into, or a zero one of the
-// decoded type: the JSON serializer decodes into a non-zero object by
+// again. Decoding is a pure function of the bytes, so the copy is what the
+// parse would have returned: the decoder uses it only where that holds (no
+// default GroupVersionKind, and no object to decode into, or a zero one of
+// the decoded type: the JSON serializer decodes into a non-zero object by
 // merging), and parses otherwise. Objects are copied with their generated
-// DeepCopyObject, so nothing is shared between the two callers.
-// A value decoded a third time (a GET of what a write stored) is parsed.
+// DeepCopyObject, so nothing is shared between the two callers. A value
+// decoded a third time (a GET of what a write stored) is parsed. Only a
+// store with a watch cache decodes a value twice: the storage options use
+// writtenValues only then.
 //
 // Safe for concurrent use.
 type writtenValues struct {
 	mu      sync.Mutex
 	entries map[string]*writtenValue
 	ring    [writtenCapacity]*writtenValue // insertion order, for eviction
-	next    int
+	next    int                            // the ring's oldest slot
+	bytes   int                            // the bytes of the keys of entries
 }
 
 type writtenValue struct {
@@ -60,18 +70,39 @@ func newWrittenValues() *writtenValues {
 
 // wrote records that data is about to be written to etcd.
 func (w *writtenValues) wrote(data []byte) {
+	if len(data) > writtenMaxValue {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.entries[string(data)]; ok {
 		return
 	}
-	if old := w.ring[w.next]; old != nil && w.entries[old.key] == old {
-		delete(w.entries, old.key)
+	// The value takes the oldest slot; older values than the slot's next
+	// ones are forgotten too while the bytes would exceed the bound.
+	for i := range writtenCapacity {
+		if i > 0 && w.bytes+len(data) <= writtenMaxBytes {
+			break
+		}
+		slot := (w.next + i) % writtenCapacity
+		if old := w.ring[slot]; old != nil {
+			w.forgetLocked(old)
+			w.ring[slot] = nil
+		}
 	}
 	v := &writtenValue{key: string(data)}
 	w.ring[w.next] = v
 	w.next = (w.next + 1) % writtenCapacity
 	w.entries[v.key] = v
+	w.bytes += len(v.key)
+}
+
+// forgetLocked removes v from the entries if it is still there.
+func (w *writtenValues) forgetLocked(v *writtenValue) {
+	if w.entries[v.key] == v {
+		delete(w.entries, v.key)
+		w.bytes -= len(v.key)
+	}
 }
 
 // has reports whether data was written and is not forgotten yet.
@@ -93,7 +124,7 @@ func (w *writtenValues) lookup(data []byte) (obj runtime.Object, gvk schema.Grou
 		return nil, schema.GroupVersionKind{}, false
 	}
 	if v.obj != nil {
-		delete(w.entries, v.key)
+		w.forgetLocked(v)
 	}
 	return v.obj, v.gvk, true
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"sync"
@@ -235,6 +236,35 @@ func TestWrittenDecodeConcurrent(t *testing.T) {
 	}
 }
 
+// TestWrittenValuesBytes: the values remembered hold at most
+// writtenMaxBytes, the oldest forgotten first, and a value over
+// writtenMaxValue is not remembered.
+func TestWrittenValuesBytes(t *testing.T) {
+	w := newWrittenValues()
+	value := func(i int) []byte { return fmt.Appendf(bytes.Repeat([]byte{'x'}, 60<<10), "%d", i) }
+	const n = 3 * writtenMaxBytes / (60 << 10)
+	for i := range n {
+		w.wrote(value(i))
+		if w.bytes > writtenMaxBytes {
+			t.Fatalf("after %d values: %d bytes remembered, more than %d", i+1, w.bytes, writtenMaxBytes)
+		}
+	}
+	sum := 0
+	for k := range w.entries {
+		sum += len(k)
+	}
+	if sum != w.bytes {
+		t.Fatalf("the count says %d bytes, the entries hold %d", w.bytes, sum)
+	}
+	if !w.has(value(n-1)) || w.has(value(0)) {
+		t.Fatal("not the newest values remembered")
+	}
+	w.wrote(bytes.Repeat([]byte{'y'}, writtenMaxValue+1))
+	if w.has(bytes.Repeat([]byte{'y'}, writtenMaxValue+1)) {
+		t.Fatal("a value over writtenMaxValue was remembered")
+	}
+}
+
 // TestWrittenValuesBound: values never decoded twice are forgotten
 // oldest first, at writtenCapacity; a value decoded twice is forgotten at
 // once.
@@ -256,5 +286,8 @@ func TestWrittenValuesBound(t *testing.T) {
 	}
 	if w.has(last) {
 		t.Fatal("a value decoded twice is still remembered")
+	}
+	if want := (writtenCapacity - 1) * len(last); w.bytes != want {
+		t.Fatalf("%d bytes counted, want %d", w.bytes, want)
 	}
 }
