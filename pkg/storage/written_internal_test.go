@@ -40,7 +40,7 @@ func writtenCodecs(t testing.TB, mediaType string) (codec, plain runtime.Codec) 
 	plain, _, err = serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
 		StorageMediaType:  mediaType,
 		StorageSerializer: g.codecs,
-		StorageVersion:    benchv1.SchemeGroupVersion,
+		StorageVersion:    schema.GroupVersion(benchv1.GroupVersion),
 		MemoryVersion:     schema.GroupVersion{Group: gr.Group, Version: runtime.APIVersionInternal},
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func writtenSamples() []*benchv1.Sample {
 				Finalizers:  []string{"f"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{
 					Manager: "m", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "bench.customapi.io/v1", Time: &now,
-					FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:numbers":{}}}`)},
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:numbers":{}}}`),
 				}},
 			},
 			Spec: benchv1.SampleSpec{Strings: []string{"s", ""}, Numbers: []int64{-1, 0, 1 << 40}},
@@ -138,7 +138,7 @@ func TestWrittenDecodeDifferential(t *testing.T) {
 						s.Labels["a"] = "changed"
 					}
 					if len(s.ManagedFields) > 0 {
-						s.ManagedFields[0].FieldsV1.Raw[0] = 'X'
+						s.ManagedFields[0].FieldsV1.GetRawBytes()[0] = 'X'
 					}
 					if len(s.Spec.Numbers) > 0 {
 						s.Spec.Numbers[0] = 42
@@ -177,7 +177,7 @@ func TestWrittenDecodeDifferential(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("decode into a non-zero object:\n got %#v\nwant %#v", got, want)
 			}
-			gvk := benchv1.SchemeGroupVersion.WithKind("Sample")
+			gvk := schema.GroupVersion(benchv1.GroupVersion).WithKind("Sample")
 			want, _, err = plain.Decode(data, &gvk, nil)
 			if err != nil {
 				t.Fatal(err)
