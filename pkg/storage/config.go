@@ -284,12 +284,8 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 	}
 	if g.watchCache {
 		// The value a write encodes is decoded twice, by the store and for
-		// the watch cache, and parsed once (writtenValues).
-		written := newWrittenValues()
-		codecConfig.EncoderDecoratorFn = func(e runtime.Encoder) runtime.Encoder {
-			return encodeWritten{Encoder: e, values: written}
-		}
-		codecConfig.DecoderDecoratorFn = written.decorateDecoders
+		// the watch cache, and parsed once.
+		parseOnce(&codecConfig)
 	}
 	codec, encodeVersioner, err := serverstorage.NewStorageCodec(codecConfig)
 	if err != nil {

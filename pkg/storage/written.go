@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 )
 
 // Bounds of a writtenValues: what it remembers are the values of writes
@@ -78,8 +79,8 @@ func (w *writtenValues) wrote(data []byte) {
 	if _, ok := w.entries[string(data)]; ok {
 		return
 	}
-	// The value takes the oldest slot; older values than the slot's next
-	// ones are forgotten too while the bytes would exceed the bound.
+	// The value takes the oldest slot, whose value is forgotten; while the
+	// bytes would exceed writtenMaxBytes, the next oldest are forgotten too.
 	for i := range writtenCapacity {
 		if i > 0 && w.bytes+len(data) <= writtenMaxBytes {
 			break
@@ -146,8 +147,18 @@ type encodeWritten struct {
 }
 
 // Encode implements runtime.Encoder: the encoding of obj, as the wrapped
-// encoder writes it, recorded as written.
+// encoder writes it, recorded as written. Into a bytes.Buffer (what
+// runtime.Encode and so the etcd3 store pass) it encodes in place;
+// another writer gets the bytes through a buffer of its own.
 func (e encodeWritten) Encode(obj runtime.Object, w io.Writer) error {
+	if buf, ok := w.(*bytes.Buffer); ok {
+		start := buf.Len()
+		if err := e.Encoder.Encode(obj, buf); err != nil {
+			return err
+		}
+		e.values.wrote(buf.Bytes()[start:])
+		return nil
+	}
 	var buf bytes.Buffer
 	if err := e.Encoder.Encode(obj, &buf); err != nil {
 		return err
@@ -155,6 +166,17 @@ func (e encodeWritten) Encode(obj runtime.Object, w io.Writer) error {
 	e.values.wrote(buf.Bytes())
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// parseOnce makes the storage codec of cfg parse each value it encodes
+// once (writtenValues), and returns the values it remembers.
+func parseOnce(cfg *serverstorage.StorageCodecConfig) *writtenValues {
+	written := newWrittenValues()
+	cfg.EncoderDecoratorFn = func(e runtime.Encoder) runtime.Encoder {
+		return encodeWritten{Encoder: e, values: written}
+	}
+	cfg.DecoderDecoratorFn = written.decorateDecoders
+	return written
 }
 
 // decodeWritten is the storage decoder that parses a written value once

@@ -49,6 +49,74 @@ func writtenCodecs(t testing.TB, mediaType string) (codec, plain runtime.Codec) 
 	return opts.StorageConfig.Codec, plain
 }
 
+// TestWrittenParsedOnce: a value the codec encoded is remembered, its first
+// decode keeps an object, and its second takes that object (the entry is
+// then gone); a value it did not encode is not remembered.
+func TestWrittenParsedOnce(t *testing.T) {
+	scheme, err := resource.NewScheme(benchinstall.Samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Config{Etcd: etcd.ClientConfig{Endpoints: []string{"http://127.0.0.1:2379"}}}.getter(scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := serverstorage.StorageCodecConfig{
+		StorageMediaType:  runtime.ContentTypeJSON,
+		StorageSerializer: g.codecs,
+		StorageVersion:    schema.GroupVersion(benchv1.GroupVersion),
+		MemoryVersion:     schema.GroupVersion{Group: benchv1.GroupName, Version: runtime.APIVersionInternal},
+	}
+	values := parseOnce(&cfg)
+	codec, _, err := serverstorage.NewStorageCodec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := runtime.Encode(codec, writtenSamples()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func() *writtenValue {
+		values.mu.Lock()
+		defer values.mu.Unlock()
+		return values.entries[string(data)]
+	}
+	if v := entry(); v == nil || v.obj != nil {
+		t.Fatalf("after the encode: entry %+v, want one without an object", v)
+	}
+	if _, _, err := codec.Decode(data, nil, &benchv1.Sample{}); err != nil {
+		t.Fatal(err)
+	}
+	v := entry()
+	if v == nil || v.obj == nil {
+		t.Fatalf("after the first decode: entry %+v, want one with an object", v)
+	}
+	kept := v.obj
+	got, _, err := codec.Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != kept {
+		t.Fatal("the second decode parsed instead of taking the kept object")
+	}
+	if entry() != nil {
+		t.Fatal("the value is still remembered after its second decode")
+	}
+	other, err := runtime.Encode(codec, writtenSamples()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	values.mu.Lock()
+	delete(values.entries, string(other))
+	values.mu.Unlock()
+	if _, _, err := codec.Decode(other, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if values.has(other) {
+		t.Fatal("a value not encoded by the codec was remembered")
+	}
+}
+
 var writtenMediaTypes = []string{runtime.ContentTypeJSON, runtime.ContentTypeCBOR, runtime.ContentTypeProtobuf, runtime.ContentTypeYAML}
 
 // writtenSamples are the objects the tests write: full (labels, managed
