@@ -14,6 +14,7 @@ func newBenchCommand() *cobra.Command {
 	cfg := bench.DefaultConfig()
 	var output, gvr string
 	var quick bool
+	scale := bench.DefaultScaleConfig()
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure customapi next to raw etcd and any Kubernetes-style API server, in one run",
@@ -76,6 +77,9 @@ zero or not applicable. With --quick the figures mean nothing.`,
 				cfg.Watchers, cfg.WatchUpdates, cfg.WatchRate = 3, 10, 100
 				cfg.ProfileSeconds = 1
 			}
+			if len(scale.Objects) != 0 {
+				return runScale(cmd, scale, cfg, output)
+			}
 			cfg.Progress = cmd.ErrOrStderr()
 			results, err := bench.Run(cmd.Context(), cfg)
 			if len(results) != 0 {
@@ -113,5 +117,43 @@ zero or not applicable. With --quick the figures mean nothing.`,
 	f.StringSliceVar(&cfg.Admission, "admission", []string{bench.AdmissionNone}, "Admission modes measured by create workloads of their own (16 workers, --creates objects, next to raw etcd's) on the targets that serve admissionregistration.k8s.io (self, kubeconfig, inprocess with a server of its own): none, webhook (one matched validating webhook, HTTPS to this process), policy (one ValidatingAdmissionPolicy with one CEL expression), webhook-unmatched (a webhook matching configmaps only). Only none (the default): no such workload.")
 	f.StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "Directory for CPU profiles of the server under create and list (self and kubeconfig=...: /debug/pprof of the server, which must allow it to the credentials; inprocess: this process), TARGET-WORKLOAD.pprof, each with TARGET-WORKLOAD.pprof.ops: the operations completed while profiled.")
 	f.BoolVar(&quick, "quick", false, "Tiny sizes: a smoke test of every workload in seconds (figures meaningless).")
+	f.IntSliceVar(&scale.Objects, "scale", nil, "Run the scale benchmark instead, on stores of these sizes (ascending, for example 10000,100000,1000000): samples written straight into etcd, serve restarted and measured (see docs/performance.md). --storage-media-type, --page-size, --gets and --creates apply to it.")
+	f.StringVar(&scale.Dir, "scale-dir", "", "Scale benchmark: directory of the data dir, kept and reused by a later run (default: a temporary one, removed).")
+	f.BoolVar(&scale.ExternalEtcd, "scale-external-etcd", false, "Scale benchmark: serve on an etcd of the bench process (--etcd-servers) instead of its embedded one.")
+	f.IntVar(&scale.Restarts, "scale-restarts", scale.Restarts, "Scale benchmark: starts of serve per size (the median ready time is reported).")
+	f.StringArrayVar(&scale.ServeFlags, "serve-flag", nil, "Scale benchmark: one more flag for serve (repeatable), for example --serve-flag=--enable-garbage-collector=false.")
+	f.BoolVar(&scale.SkipUnpaged, "scale-skip-unpaged", false, "Scale benchmark: leave out the LIST without a limit.")
+	f.StringVar(&scale.CPUProfileDir, "scale-cpuprofile", "", "Scale benchmark: directory for a CPU profile of serve's first start on each size, start to stop (start-N.pprof).")
 	return cmd
+}
+
+// runScale runs the scale benchmark with the flags it shares with the
+// other workloads (--storage-media-type, --page-size, --gets, --creates
+// when set).
+func runScale(cmd *cobra.Command, scale bench.ScaleConfig, cfg bench.Config, output string) error {
+	f := cmd.Flags()
+	scale.StorageMediaType = cfg.StorageMediaType
+	if f.Changed("page-size") {
+		scale.PageSize = cfg.PageSize
+	}
+	if f.Changed("gets") {
+		scale.Gets = cfg.Gets
+	}
+	if f.Changed("creates") {
+		scale.Creates = cfg.Creates
+	}
+	scale.Progress = cmd.ErrOrStderr()
+	results, err := bench.RunScale(cmd.Context(), scale)
+	if len(results) != 0 {
+		var werr error
+		if output == "json" {
+			werr = bench.WriteScaleJSON(cmd.OutOrStdout(), results)
+		} else {
+			werr = bench.WriteScaleTable(cmd.OutOrStdout(), results)
+		}
+		if err == nil {
+			err = werr
+		}
+	}
+	return err
 }

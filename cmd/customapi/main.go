@@ -26,5 +26,8 @@ func main() {
 		os.Exit(1)
 	}
 	root.AddCommand(newBenchCommand())
-	os.Exit(command.Execute(root))
+	stopProfile := startCPUProfile()
+	code := command.Execute(root)
+	stopProfile()
+	os.Exit(code)
 }

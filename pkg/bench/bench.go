@@ -622,7 +622,7 @@ func startSelf(ctx context.Context, cfg Config, enc wireEncoding, dataDir string
 			return <-exited
 		}
 	}
-	restConfig, err := waitReadyz(ctx, filepath.Join(dataDir, "admin.kubeconfig"), exited)
+	restConfig, err := waitReadyz(ctx, filepath.Join(dataDir, "admin.kubeconfig"), exited, selfReadyTimeout)
 	ready := time.Since(start)
 	if err != nil {
 		_ = stop()
@@ -640,10 +640,14 @@ func startSelf(ctx context.Context, cfg Config, enc wireEncoding, dataDir string
 // waitReadyz polls until the kubeconfig at path exists and the server it
 // names answers 200 on /readyz, returning the kubeconfig's rest.Config. It
 // fails when the process exits first (exited delivers; the error is put
-// back for the caller), ctx ends, or selfReadyTimeout passes.
-func waitReadyz(ctx context.Context, path string, exited chan error) (*rest.Config, error) {
-	ctx, cancel := context.WithTimeout(ctx, selfReadyTimeout)
-	defer cancel()
+// back for the caller), ctx ends, or timeout passes (0: no timeout of its
+// own).
+func waitReadyz(ctx context.Context, path string, exited chan error, timeout time.Duration) (*rest.Config, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var restConfig *rest.Config

@@ -23,6 +23,21 @@ import (
 // server to become ready.
 const DefaultReadyTimeout = 60 * time.Second
 
+// DefaultQuotaBackendBytes is the embedded etcd's backend quota (etcd's
+// --quota-backend-bytes): 8 GiB, the largest etcd recommends, instead of
+// etcd's own 2 GiB default. A million objects of 1.4 KB fill about 2 GB of
+// etcd's database; the rest is room for the revisions written between two
+// compactions and for the pages freed but not yet returned by a
+// defragmentation. When the database reaches the quota etcd raises its
+// NOSPACE alarm and refuses every write until the space is reclaimed
+// (`customapi etcd defrag`).
+const DefaultQuotaBackendBytes int64 = 8 << 30
+
+// DefaultBootstrapDefragThresholdBytes is how much space a defragmentation
+// at start must free for the embedded etcd to run it (etcd's
+// --bootstrap-defrag-threshold-megabytes): 512 MiB.
+const DefaultBootstrapDefragThresholdBytes int64 = 512 << 20
+
 // DefaultMaxRequestBytes is etcd's own limit on one request (1.5 MiB), which
 // also bounds the size of one stored object.
 const DefaultMaxRequestBytes = embed.DefaultMaxRequestBytes
@@ -79,6 +94,20 @@ type EmbeddedConfig struct {
 	MaxRequestBytes uint
 	// UnsafeNoFsync disables fsync. Only for tests: a crash loses data.
 	UnsafeNoFsync bool
+	// QuotaBackendBytes is the largest the database file may grow, in
+	// bytes (etcd's --quota-backend-bytes): a write that would pass it
+	// raises etcd's NOSPACE alarm, and from then on etcd refuses every
+	// write (reads go on) until the space is reclaimed and the alarm
+	// disarmed. 0 means DefaultQuotaBackendBytes.
+	QuotaBackendBytes int64
+	// BootstrapDefragThresholdBytes makes etcd defragment its database
+	// when it starts, before it serves, if that frees at least this many
+	// bytes (etcd's --bootstrap-defrag-threshold-megabytes, rounded up
+	// to MiB): the moment a defragmentation, which blocks every request
+	// while it copies the database, stalls nobody. 0 means
+	// DefaultBootstrapDefragThresholdBytes; a negative value never
+	// defragments at start.
+	BootstrapDefragThresholdBytes int64
 	// LogLevel is etcd's log level: debug, info, warn or error. "" means
 	// error: etcd's warnings about its single-member, loopback-only setup
 	// ("Running http and grpc server on single port", "simple token is not
@@ -207,6 +236,16 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if cfg.MaxRequestBytes != 0 {
 		ec.MaxRequestBytes = cfg.MaxRequestBytes
+	}
+	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	if ec.QuotaBackendBytes == 0 {
+		ec.QuotaBackendBytes = DefaultQuotaBackendBytes
+	}
+	switch threshold := cfg.BootstrapDefragThresholdBytes; {
+	case threshold == 0:
+		ec.BootstrapDefragThresholdMegabytes = uint(DefaultBootstrapDefragThresholdBytes >> 20)
+	case threshold > 0:
+		ec.BootstrapDefragThresholdMegabytes = uint((threshold + 1<<20 - 1) >> 20)
 	}
 	logger, err := newLogger(cfg.LogLevel)
 	if err != nil {
