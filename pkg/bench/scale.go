@@ -27,8 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
+	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
 )
@@ -103,9 +103,9 @@ type ScaleResult struct {
 	// RSS at ready (the last restart): total, anonymous (the Go heap and
 	// stacks) and file-backed (with the embedded etcd: its mmap'd
 	// database).
-	RSSReady  memory `json:"rssReady"`
-	LiveHeap  int64  `json:"liveHeap"`  // live Go heap after a forced GC, once settled
-	Settled   time.Duration `json:"settled"` // ready until the server's CPU went idle (the garbage collector's informers synced)
+	RSSReady  memory        `json:"rssReady"`
+	LiveHeap  int64         `json:"liveHeap"` // live Go heap after a forced GC, once settled
+	Settled   time.Duration `json:"settled"`  // ready until the server's CPU went idle (the garbage collector's informers synced)
 	SettleCPU time.Duration `json:"settleCPU"`
 	RSSSettle memory        `json:"rssSettled"`
 	// GET of a random sample, one at a time.
