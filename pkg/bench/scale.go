@@ -186,7 +186,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) ([]ScaleResult, error) {
 	}
 	s := &scaleRun{cfg: cfg, exe: exe, dataDir: filepath.Join(dir, "data")}
 	if cfg.ExternalEtcd {
-		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(dir, "etcd")})
+		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(dir, "etcd"), SnapshotCount: 10})
 		if err != nil {
 			return nil, err
 		}
@@ -388,7 +388,9 @@ func (s *scaleRun) load(ctx context.Context, n int, r *ScaleResult) error {
 			return err
 		}
 	} else {
-		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: s.etcdDir(), UnsafeNoFsync: true})
+		// Few entries in the raft log: the server's etcd would read every
+		// 100-put transaction of the load back into memory at its start.
+		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: s.etcdDir(), UnsafeNoFsync: true, SnapshotCount: 10})
 		if err != nil {
 			return err
 		}

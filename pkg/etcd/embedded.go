@@ -100,6 +100,13 @@ type EmbeddedConfig struct {
 	// write (reads go on) until the space is reclaimed and the alarm
 	// disarmed. 0 means DefaultQuotaBackendBytes.
 	QuotaBackendBytes int64
+	// SnapshotCount is how many applied entries etcd keeps in its raft
+	// log (in memory, and in the write-ahead log replayed at start)
+	// before it takes a snapshot (etcd's --snapshot-count); 0 means
+	// etcd's default, 10,000. A bulk loader whose entries are large
+	// transactions sets it low, so that a later start does not read them
+	// all back into memory.
+	SnapshotCount uint64
 	// BootstrapDefragThresholdBytes makes etcd defragment its database
 	// when it starts, before it serves, if that frees at least this many
 	// bytes (etcd's --bootstrap-defrag-threshold-megabytes, rounded up
@@ -236,6 +243,9 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if cfg.MaxRequestBytes != 0 {
 		ec.MaxRequestBytes = cfg.MaxRequestBytes
+	}
+	if cfg.SnapshotCount != 0 {
+		ec.SnapshotCount = cfg.SnapshotCount
 	}
 	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	if ec.QuotaBackendBytes == 0 {

@@ -83,6 +83,11 @@ func TestOpenEmbeddedKeyAndClose(t *testing.T) {
 	if err := reg.Ready(); err != nil {
 		t.Fatalf("ready: %v", err)
 	}
+	// Open waited for every watch cache: each store reports its load done.
+	loads := reg.Loading()
+	if len(loads) != 1 || !loads[0].Ready || loads[0].Resource != install.Customs.GroupResource() || loads[0].Elapsed <= 0 {
+		t.Fatalf("Loading() = %+v, want customs ready after a positive time", loads)
+	}
 	if reg.EmbeddedEtcdErr() == nil || reg.EmbeddedEtcdctlFlags() == "" {
 		t.Fatal("embedded etcd not exposed")
 	}

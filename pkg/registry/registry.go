@@ -22,8 +22,9 @@ import (
 	"github.com/customapi/customapi/pkg/storage"
 )
 
-// DefaultReadyTimeout bounds how long Open waits for the stores' watch
-// caches to fill from etcd when ctx has no earlier deadline.
+// DefaultReadyTimeout bounds how long Open waits for etcd's health check
+// to pass (etcd unreachable) when ctx has no earlier deadline. The watch
+// caches' loads have no deadline (see WaitReady).
 const DefaultReadyTimeout = time.Minute
 
 // Config says where and how a registry stores its objects. Exactly one of
@@ -67,6 +68,15 @@ type Config struct {
 	// "NamespaceLifecycle" to allow creates in namespaces that do not
 	// exist. ResourceAdmit cannot be disabled (Open fails).
 	DisableAdmissionPlugins []string
+	// ServeWhileLoading makes Open return as soon as the stores exist and
+	// the OnOpen hooks have run, while the stores' watch caches may still
+	// be loading from etcd: a store reads from etcd and refuses watches
+	// (429 TooManyRequests with Retry-After) until its cache is ready, as
+	// k8s.io/apiserver's cacher does. Loading and Ready report the
+	// progress, WaitReady waits for it. A server sets it so that it
+	// serves /readyz, with the progress, during a long load. false: Open
+	// returns once every watch cache has loaded, however long that takes.
+	ServeWhileLoading bool
 	// CustomResources, when set, are objects served beside the registry's
 	// stores by the server that serves the registry (the custom resources
 	// of its CustomResourceDefinitions): the controllers that act on every
@@ -134,6 +144,9 @@ type Registry struct {
 	admission  *admissionChain
 	equivalent runtime.EquivalentResourceRegistry
 
+	// serveWhileLoading is Config.ServeWhileLoading.
+	serveWhileLoading bool
+
 	// stopControllers ends the RegistryHooks' Run loops (controllers);
 	// controllers is done when they have returned. Set by openHooks.
 	stopControllers context.CancelFunc
@@ -145,12 +158,15 @@ type Registry struct {
 // Open builds the registry of resources: their scheme, one store per
 // resource (strategy, table columns, watch cache unless disabled), the
 // embedded etcd when cfg.EmbeddedEtcd is set, and kube-apiserver's etcd
-// health check; it returns once every store serves requests (the watch
-// caches have listed etcd) and the resources' OnOpen hooks have run (their
-// RegistryHooks then apply until Close). Errors, never panics: no
+// health check; it returns once etcd answers, every store's watch cache has
+// loaded (WaitReady: however long that takes, the progress logged; with
+// cfg.ServeWhileLoading Open does not wait for the caches) and the
+// resources' OnOpen hooks have run (their RegistryHooks then apply until
+// Close). Errors, never panics: no
 // resources, a resource without OpenAPIDefinitions, an invalid
 // declaration, Config or media type for a type, etcd that cannot start or
 // be reached within DefaultReadyTimeout (the error names the endpoints),
+// etcd failing for EtcdUnreachableTimeout while the caches load,
 // objects stored in a version the declaration no longer declares (the
 // stored versions record, storedversions.go: the error names the version
 // and `customapi storage migrate`), an OnOpen hook's error, or ctx ending
@@ -194,6 +210,11 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		audit:      cfg.Audit,
 		custom:     cfg.CustomResources,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
+
+		serveWhileLoading: cfg.ServeWhileLoading,
+	}
+	if r.storage.DecodeCounts == nil {
+		r.storage.DecodeCounts = &storage.DecodeCounts{}
 	}
 	if r.admission, err = newAdmissionChain(cfg, resources); err != nil {
 		return nil, err
@@ -235,8 +256,18 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if err := r.openStoredVersions(ctx); err != nil {
 		return nil, r.etcdError(ctx, err)
 	}
+	// The watch caches begin to load as their stores are created.
+	loadStart := time.Now()
+	bases := map[schema.GroupResource]int64{}
+	for _, res := range resources {
+		bases[res.GroupResource()] = r.storage.DecodeCounts.Decoded(res.GroupResource())
+	}
 	if r.stores, err = openStores(ctx, scheme, getter, converter, resources); err != nil {
 		return nil, r.etcdError(ctx, err)
+	}
+	for _, st := range r.stores {
+		st.load.start, st.load.base = loadStart, bases[st.res.GroupResource()]
+		st.load.total.Store(-1)
 	}
 	r.registerKinds()
 	objects := objectInterfaces{scheme: scheme, equivalent: r.equivalent}
@@ -246,8 +277,14 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
 	}
-	if err := r.waitReady(ctx); err != nil {
+	if err := r.waitEtcd(ctx); err != nil {
 		return nil, err
+	}
+	go r.reportLoading()
+	if !r.serveWhileLoading {
+		if err := r.WaitReady(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.openHooks(ctx); err != nil {
 		return nil, err
@@ -393,29 +430,12 @@ func storedAsGetter(getter generic.RESTOptionsGetter, res resource.Resource, res
 	return storage.StoredAs(getter, target.GroupResource(), target.GroupVersionKind), nil
 }
 
-// waitReady polls every store's readiness check, then the etcd health
-// check (whose client connects in the background), until all pass, ctx
-// ends or DefaultReadyTimeout passes, so that an opened registry answers
-// Ready and CheckEtcd with nil.
-func (r *Registry) waitReady(ctx context.Context) error {
+// waitEtcd polls etcd's health check (whose client connects in the
+// background) until it passes, ctx ends or DefaultReadyTimeout passes, so
+// that an opened registry answers CheckEtcd with nil.
+func (r *Registry) waitEtcd(ctx context.Context) error {
 	readyCtx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
 	defer cancel()
-	for _, st := range r.stores {
-		if st.main.ReadinessCheck() == nil {
-			continue
-		}
-		err := wait.PollUntilContextCancel(readyCtx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
-			return st.main.ReadinessCheck() == nil, nil
-		})
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("registry: open abandoned while waiting for the watch caches: %w", ctx.Err())
-		}
-		return fmt.Errorf("registry: storage of %s not ready after %s: %w (last check: %v); is etcd reachable at %s?",
-			st.res.GroupResource(), DefaultReadyTimeout, err, st.main.ReadinessCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
-	}
 	err := wait.PollUntilContextCancel(readyCtx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
 		return r.etcdCheck() == nil, nil
 	})
@@ -425,17 +445,6 @@ func (r *Registry) waitReady(ctx context.Context) error {
 		}
 		return fmt.Errorf("registry: etcd's health check still fails after %s: %w (last check: %v); is etcd reachable at %s?",
 			DefaultReadyTimeout, err, r.etcdCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
-	}
-	return nil
-}
-
-// Ready returns nil when every store serves requests, else the first
-// store's readiness error (a watch cache still listing etcd).
-func (r *Registry) Ready() error {
-	for _, st := range r.stores {
-		if err := st.main.ReadinessCheck(); err != nil {
-			return fmt.Errorf("registry: %s: %w", st.res.GroupResource(), err)
-		}
 	}
 	return nil
 }

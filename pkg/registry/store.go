@@ -46,6 +46,10 @@ type Store struct {
 	// and codecs.
 	writes *writeLayer
 
+	// load is the progress of the watch cache's initial load
+	// (loading.go).
+	load loadState
+
 	// of is, for the store of one of a kind's other versions
 	// (resource.Version), the store of its storage version, whose generic
 	// stores, hooks and watch cache it shares; nil for a storage version's

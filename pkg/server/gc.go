@@ -84,6 +84,18 @@ func (s *Server) serves(gvr schema.GroupVersionResource) bool {
 
 func (s *Server) runGarbageCollector(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("garbage-collector")
+	// Its informers list every resource: after the watch caches have
+	// loaded, from memory, not while they still read etcd.
+	for {
+		err := s.registry.WaitReady(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Error(err, "The garbage collector waits for the watch caches")
+	}
 	cfg := s.InProcessConfig()
 	events := s.serves(corev1.SchemeGroupVersion.WithResource("events"))
 	collect := func(ctx context.Context) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/customapi/customapi/pkg/rbac"
@@ -46,6 +47,15 @@ func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResourc
 // as kube-apiserver's bootstrap writes are, not as a request without a
 // user.
 func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
+	// The bootstrap and the authorizer read the RBAC stores' watch caches:
+	// they are waited for, the other stores' loads go on.
+	var rbacResources []schema.GroupResource
+	for _, r := range s.rbac.Resources() {
+		rbacResources = append(rbacResources, r.GroupResource())
+	}
+	if err := s.registry.WaitReady(ctx, rbacResources...); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	if err := s.rbac.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

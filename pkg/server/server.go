@@ -121,7 +121,9 @@ type Server struct {
 
 // New builds the server for resources: it opens their registry
 // (registry.Open: scheme, embedded etcd unless the config names external
-// servers, one store per resource, waiting for their watch caches) and the
+// servers, one store per resource, their watch caches loading in the
+// background: /readyz's watch-caches check is red, with the progress,
+// until they have loaded, however long that takes) and the
 // generic API server with authentication, authorization, OpenAPI and the
 // resources' API groups installed, and the registry's admission chain
 // completed with the webhooks and policies of k8s.io/apiserver when the
@@ -189,6 +191,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		s.customView = &customResourcesOf{}
 		rc.CustomResources = s.customView
 	}
+	// The server serves (/readyz red, with the progress) while the watch
+	// caches load: a large store takes as long as it takes.
+	rc.ServeWhileLoading = true
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -294,7 +299,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.ShutdownDelayDuration = 0
 	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withNumberCheck(withDeprecationWarnings(api, s.registry.Store), s.registry.Store, c.MaxRequestBodyBytes, codecs)
+		inner := withNumberCheck(withDeprecationWarnings(withCheckReasons(api, c.Authorization.Authorizer), s.registry.Store), s.registry.Store, c.MaxRequestBodyBytes, codecs)
 		s.seats = newInFlightSeats(o.Limits, s.objectCounts, s.registry.Resources(), c)
 		return buildHandlerChain(inner, c, o.RequestBodyTimeout, s.seats.handler)
 	}
@@ -369,6 +374,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.EquivalentResourceRegistry = s.registry.EquivalentResourceRegistry()
 
 	s.addEtcdCheck(gc)
+	s.addWatchCacheCheck(gc)
 	// KMS plugins' health in /healthz and /readyz, not /livez, as
 	// kube-apiserver (EtcdOptions.addHealthChecksWithoutLivez).
 	gc.HealthzChecks = append(gc.HealthzChecks, s.encryption.healthChecks...)

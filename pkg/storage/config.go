@@ -95,6 +95,11 @@ type Config struct {
 	// such deletes never finish. false: every delete is immediate, its
 	// dependents untouched.
 	EnableGarbageCollection bool
+	// DecodeCounts, when set, counts the values each Go-typed resource's
+	// storage codec decodes (under the served resource: both resources
+	// of a StoredAs pair count apart): the progress of a watch cache's
+	// initial load. nil: not counted.
+	DecodeCounts *DecodeCounts
 	// CountPollPeriod is how often ObjectCounts is told the counts
 	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
 	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
@@ -197,6 +202,7 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		counts:       c.ObjectCounts,
 		countPeriod:  effectiveTimeout(c.CountPollPeriod, DefaultCountPollPeriod),
 		gc:           c.EnableGarbageCollection,
+		decodes:      c.DecodeCounts,
 	}, nil
 }
 
@@ -222,7 +228,8 @@ type restOptionsGetter struct {
 	transformers              value.ResourceTransformers                   // nil: none
 	counts                    flowcontrolrequest.StorageObjectCountTracker // nil: no polling
 	countPeriod               time.Duration
-	gc                        bool // Config.EnableGarbageCollection
+	gc                        bool          // Config.EnableGarbageCollection
+	decodes                   *DecodeCounts // nil: not counted
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -237,7 +244,7 @@ func (g *restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runt
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
 	}
-	return g.restOptions(gr, example, storageKind.Group, storageKind)
+	return g.restOptions(gr, gr, example, storageKind.Group, storageKind)
 }
 
 // StoredAs returns the options getter of a resource kept in another
@@ -268,12 +275,13 @@ func (s storedAsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
 	}
-	return g.restOptions(s.stored, example, served.Group, s.kind)
+	return g.restOptions(gr, s.stored, example, served.Group, s.kind)
 }
 
-// restOptions are the options of the keys of gr holding storageKind,
-// decoded into memoryGroup's internal version.
-func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime.Object, memoryGroup string, storageKind schema.GroupVersionKind) (generic.RESTOptions, error) {
+// restOptions are the options of the served resource whose values are the
+// keys of gr holding storageKind, decoded into memoryGroup's internal
+// version.
+func (g *restOptionsGetter) restOptions(served, gr schema.GroupResource, example runtime.Object, memoryGroup string, storageKind schema.GroupVersionKind) (generic.RESTOptions, error) {
 	storageVersion := storageKind.GroupVersion()
 	codecConfig := serverstorage.StorageCodecConfig{
 		StorageMediaType:  g.mediaType,
@@ -286,6 +294,9 @@ func (g *restOptionsGetter) restOptions(gr schema.GroupResource, example runtime
 		// The value a write encodes is decoded twice, by the store and for
 		// the watch cache, and parsed once.
 		parseOnce(&codecConfig)
+	}
+	if g.decodes != nil {
+		codecConfig.DecoderDecoratorFn = countDecodes(codecConfig.DecoderDecoratorFn, g.decodes.counter(served))
 	}
 	codec, encodeVersioner, err := serverstorage.NewStorageCodec(codecConfig)
 	if err != nil {

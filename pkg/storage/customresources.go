@@ -99,5 +99,5 @@ func (i internalGetter) GetRESTOptions(gr schema.GroupResource, example runtime.
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: %w", gr, err)
 	}
-	return i.g.restOptions(gr, example, i.version.Group, i.version.WithKind(kinds[0].Kind))
+	return i.g.restOptions(gr, gr, example, i.version.Group, i.version.WithKind(kinds[0].Kind))
 }
