@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/customapi/customapi/pkg/etcd"
@@ -45,6 +47,14 @@ type Options struct {
 	// It is serve's flag only: commands that serve nothing (storage
 	// rewrite) read etcd directly.
 	WatchCache bool
+	// WatchCacheSizes are kube-apiserver's per-resource watch cache
+	// settings (--watch-cache-sizes), each "resource[.group]#size", for
+	// example "samples.bench.customapi.io#0" or "events#0": size 0 serves
+	// that resource without a watch cache (reads from etcd, no copy of its
+	// objects in memory); any other size keeps the cache, whose size, as
+	// in kube-apiserver since 1.19, follows the load instead. Only the
+	// server's compiled-in resources (Go types and built-ins).
+	WatchCacheSizes []string
 
 	// Authentication are the ways clients authenticate besides the
 	// generated admin credentials (--token-auth-file, --client-ca-file,
@@ -142,6 +152,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.AddStorageFlags(fs)
 	o.Serving.AddFlags(fs)
 	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve lists, gets and watches from an in-memory cache fed by an etcd watch.")
+	fs.StringSliceVar(&o.WatchCacheSizes, "watch-cache-sizes", o.WatchCacheSizes, "Per-resource watch cache settings, comma-separated resource[.group]#size, for example samples.bench.customapi.io#0: size 0 serves that resource without a watch cache (reads from etcd, none of its objects held in memory); another size keeps the cache (its size follows the load). Compiled-in resources only.")
 	o.Authentication.AddFlags(fs)
 	o.Authorization.AddFlags(fs)
 	o.Encryption.addReloadFlag(fs)
@@ -175,6 +186,9 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.Serving.Validate()...)
 	errs = append(errs, o.Storage.Validate()...)
+	if _, err := parseWatchCacheSizes(o.WatchCacheSizes); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.Authorization.Validate()...)
 	if o.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s must not be negative", o.RequestTimeout))
@@ -201,6 +215,7 @@ func (o *Options) registryConfig(dataDir string) registry.Config {
 	var rc registry.Config
 	o.Storage.ApplyTo(&rc.Storage)
 	rc.Storage.DisableWatchCache = !o.WatchCache
+	rc.Storage.WatchCacheDisabled, _ = parseWatchCacheSizes(o.WatchCacheSizes) // Validate checked them
 	// The stores honour Foreground and Orphan deletes when a collector
 	// finishes them.
 	rc.Storage.EnableGarbageCollection = o.GarbageCollector
@@ -301,4 +316,22 @@ func (o *Options) Config() (cfg *Config, err error) {
 		URL:                      "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
 		owned:                    res,
 	}, nil
+}
+
+// parseWatchCacheSizes returns the resources --watch-cache-sizes serves
+// without a watch cache (size 0). Errors name the flag and the entry: not
+// resource[.group]#size, or a size that is not a non-negative integer.
+func parseWatchCacheSizes(entries []string) ([]schema.GroupResource, error) {
+	var off []schema.GroupResource
+	for _, e := range entries {
+		res, size, ok := strings.Cut(e, "#")
+		n, err := strconv.Atoi(size)
+		if !ok || res == "" || strings.ContainsAny(res, "/#") || err != nil || n < 0 {
+			return nil, fmt.Errorf("--watch-cache-sizes: %q is not resource[.group]#size with a size of 0 or more (for example samples.bench.customapi.io#0)", e)
+		}
+		if n == 0 {
+			off = append(off, schema.ParseGroupResource(res))
+		}
+	}
+	return off, nil
 }

@@ -171,6 +171,11 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, err
 	}
 	rc := o.registryConfig(o.DataDir)
+	for _, gr := range rc.Storage.WatchCacheDisabled {
+		if !slices.ContainsFunc(resources, func(r resource.Resource) bool { return r.GroupResource() == gr }) {
+			return nil, fmt.Errorf("server: --watch-cache-sizes names %s, which the server does not serve (its compiled-in resources only)", gr)
+		}
+	}
 	rc.AddToScheme = []func(*runtime.Scheme) error{review.AddToScheme}
 	rc.Audit = s.registryAudit()
 	rc.AdmissionPlugins, rc.DisableAdmissionPlugins = o.Admission.Plugins, o.Admission.DisablePlugins

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
@@ -50,6 +51,12 @@ type Config struct {
 	// DisableWatchCache serves every read from etcd instead of from the
 	// watch cache (kube-apiserver's --watch-cache=false).
 	DisableWatchCache bool
+	// WatchCacheDisabled are resources served without a watch cache even
+	// when it is on (kube-apiserver's --watch-cache-sizes=<resource>#0):
+	// their reads go to etcd and their watches to etcd's watch, and the
+	// server holds none of their objects in memory. For a resource stored
+	// as another (StoredAs), name the served one.
+	WatchCacheDisabled []schema.GroupResource
 	// CompactionInterval is how often old revisions are compacted; 0 means
 	// DefaultCompactionInterval and a negative value disables compaction.
 	CompactionInterval time.Duration
@@ -196,6 +203,7 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		mediaType:    c.MediaType,
 		backend:      *backend,
 		watchCache:   !c.DisableWatchCache,
+		noCache:      sets.New(c.WatchCacheDisabled...),
 		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),
 		readTimeout:  effectiveTimeout(c.ReadTimeout, DefaultReadTimeout),
 		transformers: c.Transformers,
@@ -224,6 +232,7 @@ type restOptionsGetter struct {
 	mediaType                 string
 	backend                   storagebackend.Config
 	watchCache                bool
+	noCache                   sets.Set[schema.GroupResource] // Config.WatchCacheDisabled
 	writeTimeout, readTimeout time.Duration
 	transformers              value.ResourceTransformers                   // nil: none
 	counts                    flowcontrolrequest.StorageObjectCountTracker // nil: no polling
@@ -290,7 +299,7 @@ func (g *restOptionsGetter) restOptions(served, gr schema.GroupResource, example
 		MemoryVersion:     schema.GroupVersion{Group: memoryGroup, Version: runtime.APIVersionInternal},
 		Config:            g.backend,
 	}
-	if g.watchCache {
+	if g.cached(served) {
 		// The value a write encodes is decoded twice, by the store and for
 		// the watch cache, and parsed once.
 		parseOnce(&codecConfig)
@@ -298,6 +307,9 @@ func (g *restOptionsGetter) restOptions(served, gr schema.GroupResource, example
 	if g.decodes != nil {
 		codecConfig.DecoderDecoratorFn = countDecodes(codecConfig.DecoderDecoratorFn, g.decodes.counter(served))
 	}
+	// Outermost: what the watch cache keeps (also parse-once's copy) shares
+	// its repeated metadata strings.
+	codecConfig.DecoderDecoratorFn = internDecodes(codecConfig.DecoderDecoratorFn)
 	codec, encodeVersioner, err := serverstorage.NewStorageCodec(codecConfig)
 	if err != nil {
 		return generic.RESTOptions{}, fmt.Errorf("storage: %s: codec: %w", gr, err)
@@ -307,14 +319,20 @@ func (g *restOptionsGetter) restOptions(served, gr schema.GroupResource, example
 	if err := runtime.CheckCodec(codec, example, storageKind); err != nil {
 		return generic.RESTOptions{}, codecError(gr, g.mediaType, example, err)
 	}
-	return g.optionsWithCodec(gr, codec, encodeVersioner), nil
+	return g.optionsWithCodec(gr, g.cached(served), codec, encodeVersioner), nil
+}
+
+// cached says whether the served resource gr has a watch cache.
+func (g *restOptionsGetter) cached(gr schema.GroupResource) bool {
+	return g.watchCache && !g.noCache.Has(gr)
 }
 
 // optionsWithCodec are the options of the keys of gr with values encoded
-// and decoded by codec: the backend, its transformer, the decorator (watch
-// cache, error mapping, deadlines) and the object counts. Every resource's
+// and decoded by codec: the backend, its transformer, the decorator (the
+// watch cache when cached, error mapping, deadlines) and the object
+// counts. Every resource's
 // options, Go-typed or custom, are built here.
-func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, codec runtime.Codec, encodeVersioner runtime.GroupVersioner) generic.RESTOptions {
+func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached bool, codec runtime.Codec, encodeVersioner runtime.GroupVersioner) generic.RESTOptions {
 	backend := g.backend
 	backend.Codec = codec
 	backend.EncodeVersioner = encodeVersioner
@@ -324,7 +342,7 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, codec runt
 	backend.Transformer = g.transformerFor(gr)
 
 	decorator := generic.UndecoratedStorage
-	if g.watchCache {
+	if cached {
 		decorator = genericregistry.StorageWithCacher()
 	}
 	opts := generic.RESTOptions{

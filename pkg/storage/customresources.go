@@ -63,7 +63,7 @@ type customResourceGetter struct {
 
 // GetRESTOptions implements generic.RESTOptionsGetter; example is ignored.
 func (c customResourceGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	return c.g.optionsWithCodec(gr, c.codec, nil), nil
+	return c.g.optionsWithCodec(gr, c.g.cached(gr), c.codec, nil), nil
 }
 
 // InternalRESTOptionsGetter returns the options getter of REST storage

@@ -1,0 +1,107 @@
+package storage
+
+import (
+	"unique"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/recognizer"
+)
+
+// internMaxValue is the longest string interned: longer values (an
+// annotation holding a document) are rarely repeated, and their
+// allocation dwarfs what a shared copy would save.
+const internMaxValue = 1024
+
+// internDecodes makes decorate's decoders (nil: none) intern the metadata
+// of every typed object they decode (internMetadata).
+func internDecodes(decorate func([]runtime.Decoder) []runtime.Decoder) func([]runtime.Decoder) []runtime.Decoder {
+	return func(decoders []runtime.Decoder) []runtime.Decoder {
+		if decorate != nil {
+			decoders = decorate(decoders)
+		}
+		return []runtime.Decoder{internDecoder{decoder: recognizer.NewDecoder(decoders...)}}
+	}
+}
+
+// internDecoder interns the metadata of what it decodes.
+type internDecoder struct {
+	decoder runtime.Decoder
+}
+
+// Decode implements runtime.Decoder.
+func (d internDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := d.decoder.Decode(data, defaults, into)
+	if err == nil {
+		internMetadata(obj)
+	}
+	return obj, gvk, err
+}
+
+// internMetadata makes the strings of a freshly decoded typed object's
+// metadata that objects tend to share (the namespace, label keys and
+// values, annotation keys, finalizers, owner references' kinds, the
+// managers, operations, versions and field sets of managedFields) point to
+// one canonical copy each (Go's unique package), instead of one copy per
+// object: a watch cache holds every object of a resource decoded, and
+// these repeat across objects, often entirely (the objects one controller
+// writes have the same labels' keys and the same managed field sets).
+// Strings are immutable, so the objects cannot tell; a managedFields
+// entry's FieldsV1.Raw becomes a slice of a canonical string's bytes, which
+// nothing writes to (a watch cache's objects are copied before they are
+// changed, and a FieldsV1 is replaced, not edited, by the field manager).
+// Objects whose metadata is not a *metav1.ObjectMeta (unstructured custom
+// resources) are left as they are.
+func internMetadata(obj runtime.Object) {
+	acc, ok := obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return
+	}
+	m, ok := acc.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok || m == nil {
+		return
+	}
+	m.Namespace = intern(m.Namespace)
+	m.GenerateName = intern(m.GenerateName)
+	if len(m.Labels) != 0 {
+		labels := make(map[string]string, len(m.Labels))
+		for k, v := range m.Labels {
+			labels[intern(k)] = intern(v)
+		}
+		m.Labels = labels
+	}
+	if len(m.Annotations) != 0 {
+		annotations := make(map[string]string, len(m.Annotations))
+		for k, v := range m.Annotations {
+			annotations[intern(k)] = intern(v)
+		}
+		m.Annotations = annotations
+	}
+	for i, f := range m.Finalizers {
+		m.Finalizers[i] = intern(f)
+	}
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+	}
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		e.Manager, e.APIVersion, e.FieldsType, e.Subresource = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType), intern(e.Subresource)
+		e.Operation = metav1.ManagedFieldsOperationType(intern(string(e.Operation)))
+		if e.FieldsV1 != nil && len(e.FieldsV1.Raw) != 0 && len(e.FieldsV1.Raw) <= internMaxValue {
+			s := intern(string(e.FieldsV1.Raw))
+			e.FieldsV1.Raw = unsafe.Slice(unsafe.StringData(s), len(s))
+		}
+	}
+}
+
+// intern returns the canonical copy of s, or s itself when it is empty or
+// longer than internMaxValue.
+func intern(s string) string {
+	if s == "" || len(s) > internMaxValue {
+		return s
+	}
+	return unique.Make(s).Value()
+}

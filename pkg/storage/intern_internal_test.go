@@ -1,0 +1,141 @@
+package storage
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+)
+
+// internSample is a sample as a server stores it: ten labels, an
+// annotation, an owner, a finalizer and one managedFields entry.
+func internSample(name string) *benchv1.Sample {
+	s := &benchv1.Sample{
+		TypeMeta: metav1.TypeMeta{APIVersion: "bench.customapi.io/v1", Kind: "Sample"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "scale", UID: types.UID("5ca1e000-0000-4000-8000-" + name), Labels: map[string]string{},
+			Annotations:     map[string]string{"example.com/note": "kept"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "test/v1", Kind: "Custom", Name: "owner", UID: "u-owner"}},
+			Finalizers:      []string{"example.com/cleanup"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "Go-http-client", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "bench.customapi.io/v1",
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:bench.customapi.io/label-0":{}}},"f:spec":{"f:numbers":{},"f:strings":{}}}`),
+			}},
+		},
+		Spec: benchv1.SampleSpec{Strings: []string{"string value number 0"}, Numbers: []int64{1000000, 1000001}},
+	}
+	for i := range 10 {
+		s.Labels[fmt.Sprintf("bench.customapi.io/label-%d", i)] = fmt.Sprintf("value-%d", i)
+	}
+	return s
+}
+
+// Interning changes no value, in any storage encoding (the codec the
+// options build against one without it), and two decoded objects share
+// their repeated metadata: label keys and values, the namespace, managed
+// fields' strings and field sets.
+func TestInternMetadata(t *testing.T) {
+	for _, mt := range writtenMediaTypes {
+		t.Run(mt, func(t *testing.T) {
+			codec, plain := writtenCodecs(t, mt)
+			var objs []*benchv1.Sample
+			for _, name := range []string{"a", "b"} {
+				data, err := k8sruntime.Encode(plain, internSample(name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _, err := plain.Decode(data, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := codec.Decode(data, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !equality.Semantic.DeepEqual(got, want) {
+					t.Fatalf("interned %s differs:\n%#v\nwant\n%#v", name, got, want)
+				}
+				objs = append(objs, got.(*benchv1.Sample))
+			}
+			a, b := objs[0], objs[1]
+			same := func(what, x, y string) {
+				if unsafe.StringData(x) != unsafe.StringData(y) {
+					t.Errorf("%s: two copies", what)
+				}
+			}
+			same("namespace", a.Namespace, b.Namespace)
+			same("label value", a.Labels["bench.customapi.io/label-3"], b.Labels["bench.customapi.io/label-3"])
+			for k := range a.Labels {
+				for k2 := range b.Labels {
+					if k == k2 {
+						same("label key", k, k2)
+					}
+				}
+			}
+			same("manager", a.ManagedFields[0].Manager, b.ManagedFields[0].Manager)
+			same("finalizer", a.Finalizers[0], b.Finalizers[0])
+			same("owner kind", a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind)
+			if &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+				t.Error("field sets: two copies")
+			}
+		})
+	}
+}
+
+// BenchmarkCachedObjectBytes reports the live heap of a decoded sample
+// (bytes/object, what a watch cache holds per object) and the decode time,
+// in JSON and protobuf, with and without interning.
+func BenchmarkCachedObjectBytes(b *testing.B) {
+	for _, mt := range []string{k8sruntime.ContentTypeJSON, k8sruntime.ContentTypeProtobuf} {
+		codec, plain := writtenCodecs(b, mt)
+		data, err := k8sruntime.Encode(plain, internSample("scale-00000001"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct {
+			name  string
+			codec k8sruntime.Codec
+		}{{"plain", plain}, {"interned", codec}} {
+			b.Run(fmt.Sprintf("%s/%s", mediaName(mt), c.name), func(b *testing.B) {
+				const keep = 10000
+				objs := make([]k8sruntime.Object, keep)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i := range keep {
+					if objs[i], _, err = c.codec.Decode(data, nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				live := float64(after.HeapAlloc-before.HeapAlloc) / keep
+				runtime.KeepAlive(objs)
+				for i := 0; b.Loop(); i++ {
+					if objs[i%keep], _, err = c.codec.Decode(data, nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(live, "live-B/object")
+			})
+		}
+	}
+}
+
+// mediaName is the short name of a storage media type, for benchmark names.
+func mediaName(mt string) string {
+	switch mt {
+	case k8sruntime.ContentTypeJSON:
+		return "json"
+	case k8sruntime.ContentTypeProtobuf:
+		return "protobuf"
+	}
+	return mt
+}
