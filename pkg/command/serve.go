@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/logfilter"
@@ -31,6 +34,7 @@ func newServeCommand(cfg Config) *cobra.Command {
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries
 	var batteryOpts batteries.Options
+	var memory memoryLimitOptions
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve " + strings.Join(served, ", ") + " over HTTPS, kubectl-compatible",
@@ -66,6 +70,11 @@ second signal kills it at once.`,
 				return err
 			}
 			ctx := cmd.Context()
+			if limit, err := memory.applyMemoryLimit(); err != nil {
+				return err
+			} else if limit != "" {
+				klog.InfoS("Memory limit", "limit", limit)
+			}
 			resources, err := cfg.selectResources(served)
 			if err != nil {
 				return err
@@ -100,6 +109,11 @@ second signal kills it at once.`,
 				select {
 				case <-srv.ReadyNotify():
 					fmt.Fprintf(cmd.OutOrStdout(), "%s is ready at %s; try:\n  kubectl --kubeconfig %s get %s\n", cfg.Name, sc.URL, sc.KubeconfigPath, example)
+					// Loading the watch caches left garbage a running
+					// server does not make again (every object decoded,
+					// lists built): hand its pages back to the system
+					// now rather than as the scavenger gets to them.
+					debug.FreeOSMemory()
 				case <-ctx.Done():
 				}
 			}()
@@ -108,6 +122,10 @@ second signal kills it at once.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	logsapi.AddFlags(logOpts, cmd.Flags())
+	// kube-apiserver's --feature-gates: the process's k8s.io/apiserver
+	// features (for example DetectCacheInconsistency=false).
+	utilfeature.DefaultMutableFeatureGate.AddFlag(cmd.Flags())
+	cmd.Flags().StringVar(&memory.limit, "memory-limit", "", "Memory the process may use, for example 8Gi: the Go garbage collector works harder as the heap nears 90% of it (the runtime's soft limit, GOMEMLIMIT) instead of growing past it. Default: the cgroup's memory.max when there is one (a container's limit), else none. GOMEMLIMIT in the environment wins.")
 	cmd.Flags().StringSliceVar(&served, "resources", served, "Resources to serve, by plural: "+cfg.resourcesHelp()+".")
 	cmd.Flags().BoolVar(&withBatteries, "batteries", withBatteries, "Also serve Kubernetes' control-plane built-ins: namespaces (with their lifecycle: objects only in existing namespaces; default, kube-system, kube-public), configmaps, secrets and events (v1), leases (coordination.k8s.io/v1), events (events.k8s.io/v1); see docs/serving.md, \"Built-in resources\".")
 	batteryOpts.AddFlags(cmd.Flags())
