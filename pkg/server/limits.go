@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/semaphore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -21,6 +24,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	apistorage "k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/cacher/delegator"
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
@@ -42,8 +46,10 @@ const (
 // API Priority and Fairness would charge it (k8s.io/apiserver's
 // util/flowcontrol/request work estimator: one seat per 100 kB of the
 // objects it returns, from the resource's object count and average size,
-// 1 to 10 seats when the watch cache serves it, up to 100 when etcd does,
-// never more than the whole limit); every other request takes one seat. A
+// up to 100 seats when etcd serves it; when the watch cache serves it, one
+// seat per 100 kB of the list of object copies the cache builds for the
+// answer (cacheListSeats), where k8s.io/apiserver charges at most 10; never
+// more than the whole limit); every other request takes one seat. A
 // request whose seats are not free is answered at once with 429
 // TooManyRequests (a Status, reason TooManyRequests) and Retry-After: 1,
 // which client-go and kubectl honour by retrying. Without the weighting, 400
@@ -81,7 +87,7 @@ func NewLimitOptions() LimitOptions {
 
 // AddFlags binds the limits to kube-apiserver's flag names.
 func (o *LimitOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "The read-only seats (get, list, ...) served at once; a LIST takes one seat per 100 kB of the objects it returns (1 to 10 from the watch cache), every other request one. A request whose seats are not free is answered 429 with Retry-After. Watches take no seat; members of system:masters (super-admin.kubeconfig) are never refused. 0: no limit.")
+	fs.IntVar(&o.MaxRequestsInFlight, "max-requests-inflight", o.MaxRequestsInFlight, "The read-only seats (get, list, ...) served at once; a LIST takes one seat per 100 kB it holds at once (from etcd: of the objects it returns, up to 100; from the watch cache: of the object copies it lists, up to all seats), every other request one. A request whose seats are not free is answered 429 with Retry-After. Watches take no seat; members of system:masters (super-admin.kubeconfig) are never refused. 0: no limit.")
 	fs.IntVar(&o.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", o.MaxMutatingRequestsInFlight, "The most mutating requests (create, update, patch, delete) served at once; more are answered 429 with Retry-After. Members of system:masters are never refused. 0: no limit.")
 	fs.DurationVar(&o.CountPollPeriod, "etcd-count-metric-poll-period", o.CountPollPeriod, "How often each resource's object count is refreshed: the apiserver_storage_objects metric, and what a LIST's seats are priced from.")
 }
@@ -127,23 +133,33 @@ type inFlightSeats struct {
 	longRunning        genericapirequest.LongRunningRequestCheck
 	estimate           flowcontrolrequest.WorkEstimatorFunc
 	serializer         runtime.NegotiatedSerializer
+	// counts are the stores' object counts, by "<resource>.<group>";
+	// itemBytes the size of one item of each stored resource's list (a
+	// struct the watch cache copies into a LIST's answer).
+	counts    func(string) (apistorage.Stats, error)
+	itemBytes map[string]int64
 }
 
 // newInFlightSeats returns the seats of o, pricing LISTs from counts (the
 // tracker every store of stored reports to).
 func newInFlightSeats(o LimitOptions, counts flowcontrolrequest.StorageObjectCountTracker, stored []resource.Resource, c *genericapiserver.Config) *inFlightSeats {
 	served := sets.New[string]()
+	itemBytes := map[string]int64{}
 	for _, r := range stored {
 		served.Insert(r.GroupResource().String())
+		itemBytes[r.GroupResource().String()] = listItemBytes(r)
 	}
 	noWatchers := func(*genericapirequest.RequestInfo) int { return 0 }
 	configLimit := func(string) uint64 { return 0 } // 0: the estimator's own maximum
+	local := localCounts(counts, served)
 	return &inFlightSeats{
 		readOnly:    newSeatPool(o.MaxRequestsInFlight, fcmetrics.GetExecutingReadonlyConcurrency()),
 		mutating:    newSeatPool(o.MaxMutatingRequestsInFlight, fcmetrics.GetExecutingMutatingConcurrency()),
 		longRunning: c.LongRunningFunc,
-		estimate:    flowcontrolrequest.NewWorkEstimator(localCounts(counts, served), noWatchers, flowcontrolrequest.DefaultWorkEstimatorConfig(), configLimit),
+		estimate:    flowcontrolrequest.NewWorkEstimator(local, noWatchers, flowcontrolrequest.DefaultWorkEstimatorConfig(), configLimit),
 		serializer:  c.Serializer,
+		counts:      local,
+		itemBytes:   itemBytes,
 	}
 }
 
@@ -231,6 +247,63 @@ func (l *inFlightSeats) publish(stop <-chan struct{}) {
 	}, time.Second, stop)
 }
 
+// bytesPerSeat is what one read-only seat stands for in a LIST's answer:
+// k8s.io/apiserver's work estimator's 100 kB.
+const bytesPerSeat = 100_000
+
+// cacheListSeats prices a LIST the watch cache serves by the list it
+// builds: the watch cache copies each object it returns (the top-level
+// struct; what it points to is shared) into one slice before the answer is
+// encoded, so an unpaged LIST of a million samples holds ~350 MB at once.
+// k8s.io/apiserver's estimator assumes such a LIST streams and charges it
+// at most 10 seats, which would let 40 of them run at once. Here it takes
+// one seat per 100 kB of that slice (the pool's capacity at most: such a
+// LIST then runs only when nothing else holds read-only seats, and is
+// refused with 429 otherwise). 0 for a LIST etcd serves (priced by the
+// estimator), one of a single object, and a resource the server does not
+// store.
+func (l *inFlightSeats) cacheListSeats(r *http.Request, info *genericapirequest.RequestInfo) int64 {
+	resource := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}.String()
+	item, ok := l.itemBytes[resource]
+	if !ok || info.Name != "" {
+		return 0
+	}
+	query := r.URL.Query()
+	var opts metav1.ListOptions
+	if err := metav1.Convert_url_Values_To_v1_ListOptions(&query, &opts, nil); err != nil {
+		return 0 // refused by validation; the estimator prices it
+	}
+	if res, err := delegator.ShouldDelegateListMeta(&opts, delegator.CacheWithoutSnapshots{}); err != nil || res.ShouldDelegate {
+		return 0
+	}
+	stats, err := l.counts(resource)
+	if err != nil {
+		return 0 // unknown or stale: the estimator charges the most
+	}
+	n := stats.ObjectCount
+	if opts.Limit > 0 && opts.Limit < n {
+		n = opts.Limit
+	}
+	return (n*item + bytesPerSeat - 1) / bytesPerSeat
+}
+
+// listItemBytes is the size of one item of r's list type (its Items
+// slice's element), 0 when r's list has no such slice.
+func listItemBytes(r resource.Resource) int64 {
+	if r.NewList == nil {
+		return 0
+	}
+	items, err := meta.GetItemsPtr(r.NewList())
+	if err != nil {
+		return 0
+	}
+	t := reflect.TypeOf(items).Elem()
+	if t.Kind() != reflect.Slice {
+		return 0
+	}
+	return int64(t.Elem().Size())
+}
+
 // retryAfterSeconds is the Retry-After of a refused request, as
 // kube-apiserver's.
 const retryAfterSeconds = 1
@@ -259,7 +332,7 @@ func (l *inFlightSeats) handler(next http.Handler) http.Handler {
 			pool = l.mutating
 		} else if info.Verb == "list" {
 			estimate := l.estimate(r, "", "")
-			want = int64(estimate.MaxSeats())
+			want = max(int64(estimate.MaxSeats()), l.cacheListSeats(r, info))
 		}
 		if pool == nil {
 			next.ServeHTTP(w, r)

@@ -2,12 +2,17 @@ package server
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
+
+	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 )
 
 // A stored resource whose count is not known yet is priced as a stale count
@@ -71,4 +76,40 @@ func TestSeatPool(t *testing.T) {
 	if newSeatPool(0, fcmetrics.GetExecutingReadonlyConcurrency()) != nil {
 		t.Fatal("a pool of 0 seats must be nil (no limit)")
 	}
+}
+
+// A LIST the watch cache serves is priced by the object copies it builds
+// (one seat per 100 kB of them); one etcd serves, one by name and one of a
+// resource not stored here are left to the estimator (0).
+func TestCacheListSeats(t *testing.T) {
+	tracker := flowcontrolrequest.NewStorageObjectCountTracker()
+	tracker.Set("samples.bench.customapi.io", apistorage.Stats{ObjectCount: 1_000_000, EstimatedAverageObjectSizeBytes: 1500})
+	l := &inFlightSeats{counts: tracker.Get, itemBytes: map[string]int64{"samples.bench.customapi.io": listItemBytes(benchinstall.Samples)}}
+	item := l.itemBytes["samples.bench.customapi.io"]
+	if item < 200 {
+		t.Fatalf("a sample list item is %d bytes, want the struct's size", item)
+	}
+	for _, tc := range []struct {
+		name, query string
+		info        genericapirequest.RequestInfo
+		want        int64
+	}{
+		{"unpaged, consistent", "", samplesList(""), (1_000_000*item + 99_999) / 100_000},
+		{"unpaged, resourceVersion 0", "resourceVersion=0", samplesList(""), (1_000_000*item + 99_999) / 100_000},
+		{"a page", "limit=500", samplesList(""), (500*item + 99_999) / 100_000},
+		{"exact resourceVersion: etcd", "resourceVersion=10&resourceVersionMatch=Exact", samplesList(""), 0},
+		{"by name", "", samplesList("s1"), 0},
+		{"not stored here", "", genericapirequest.RequestInfo{Verb: "list", APIGroup: "example.com", Resource: "widgets"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/apis/bench.customapi.io/v1/samples?"+tc.query, nil)
+			if got := l.cacheListSeats(r, &tc.info); got != tc.want {
+				t.Fatalf("cacheListSeats = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func samplesList(name string) genericapirequest.RequestInfo {
+	return genericapirequest.RequestInfo{Verb: "list", APIGroup: "bench.customapi.io", APIVersion: "v1", Resource: "samples", Name: name}
 }
