@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	apistorage "k8s.io/apiserver/pkg/storage"
 	fcmetrics "k8s.io/apiserver/pkg/util/flowcontrol/metrics"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	flowcontrolrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
