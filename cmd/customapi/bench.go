@@ -123,6 +123,9 @@ zero or not applicable. With --quick the figures mean nothing.`,
 	f.IntVar(&scale.Restarts, "scale-restarts", scale.Restarts, "Scale benchmark: starts of serve per size (the median ready time is reported).")
 	f.StringArrayVar(&scale.ServeFlags, "serve-flag", nil, "Scale benchmark: one more flag for serve (repeatable), for example --serve-flag=--enable-garbage-collector=false.")
 	f.BoolVar(&scale.SkipUnpaged, "scale-skip-unpaged", false, "Scale benchmark: leave out the LIST without a limit.")
+	f.Var(newWordsValue(&scale.ServerCommand), "scale-server-command", "Scale benchmark: measure this server instead of customapi serve (its command line, split on spaces; the process must be the server), storing in --scale-etcd-servers and reached with --scale-kubeconfig, the samples resource served (hack/scale-peer.sh runs kube-apiserver this way).")
+	f.StringVar(&scale.ServerKubeconfig, "scale-kubeconfig", "", "Scale benchmark: the kubeconfig of --scale-server-command's server (an admin allowed everything).")
+	f.StringSliceVar(&scale.EtcdServers, "scale-etcd-servers", nil, "Scale benchmark: the etcd (plain HTTP client URLs) of --scale-server-command's server, written into directly.")
 	f.StringVar(&scale.CPUProfileDir, "scale-cpuprofile", "", "Scale benchmark: directory for a CPU profile of serve's first start on each size, start to stop (start-N.pprof).")
 	return cmd
 }
@@ -157,3 +160,22 @@ func runScale(cmd *cobra.Command, scale bench.ScaleConfig, cfg bench.Config, out
 	}
 	return err
 }
+
+// wordsValue is a flag whose value is split on spaces into a slice.
+type wordsValue struct{ words *[]string }
+
+func newWordsValue(words *[]string) wordsValue { return wordsValue{words} }
+
+func (v wordsValue) String() string {
+	if v.words == nil {
+		return ""
+	}
+	return strings.Join(*v.words, " ")
+}
+
+func (v wordsValue) Set(s string) error {
+	*v.words = strings.Fields(s)
+	return nil
+}
+
+func (v wordsValue) Type() string { return "command" }

@@ -68,6 +68,19 @@ type ScaleConfig struct {
 	Gets, Creates int
 	// SkipUnpaged leaves out the LIST without a limit.
 	SkipUnpaged bool
+	// ServerCommand, when set, is the server measured instead of customapi
+	// serve: its argv, run as it is (the process must be the server: its
+	// pid is measured), storing in EtcdServers, reached with
+	// ServerKubeconfig (an existing file; the user must be allowed
+	// everything, /debug/pprof and /metrics included), with the samples
+	// resource already served (hack/scale-peer.sh runs kube-apiserver with
+	// docs/bench/samples-crd.yaml this way).
+	ServerCommand    []string
+	ServerKubeconfig string
+	// EtcdServers is an etcd the server stores in (client URLs, plain
+	// HTTP), written into directly; empty: the embedded etcd, or the
+	// bench's own with ExternalEtcd. Required with ServerCommand.
+	EtcdServers []string
 	// CPUProfileDir, when set, receives a CPU profile of the first start
 	// of each size, from process start until the server is stopped right
 	// after it was ready (start-N.pprof; the binary must honour
@@ -87,6 +100,7 @@ func DefaultScaleConfig() ScaleConfig {
 // ScaleResult is what the scale benchmark measured on one store size.
 // Sizes are bytes, memory of the serve process from /proc (Linux).
 type ScaleResult struct {
+	Server    string `json:"server"` // customapi, or ServerCommand's program
 	Objects   int    `json:"objects"`
 	MediaType string `json:"storageMediaType"`
 	Etcd      string `json:"etcd"` // embedded or external
@@ -184,14 +198,24 @@ func RunScale(ctx context.Context, cfg ScaleConfig) ([]ScaleResult, error) {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
+	if len(cfg.ServerCommand) != 0 && (len(cfg.EtcdServers) == 0 || cfg.ServerKubeconfig == "") {
+		return nil, errors.New("bench: a scale server command needs its etcd servers and kubeconfig")
+	}
 	s := &scaleRun{cfg: cfg, exe: exe, dataDir: filepath.Join(dir, "data")}
-	if cfg.ExternalEtcd {
+	switch {
+	case len(cfg.EtcdServers) != 0:
+		s.external = &etcd.ClientConfig{Endpoints: cfg.EtcdServers}
+	case cfg.ExternalEtcd:
+		// Few entries in the raft log: a server's etcd keeps what the log
+		// holds in memory, and the load's entries are transactions of 100
+		// puts.
 		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: filepath.Join(dir, "etcd"), SnapshotCount: 10})
 		if err != nil {
 			return nil, err
 		}
 		defer e.Close()
-		s.external = e
+		c := e.ClientConfig()
+		s.external = &c
 	}
 	var results []ScaleResult
 	for _, n := range cfg.Objects {
@@ -209,7 +233,7 @@ type scaleRun struct {
 	cfg      ScaleConfig
 	exe      string
 	dataDir  string
-	external *etcd.Embedded // nil: serve's embedded etcd
+	external *etcd.ClientConfig // nil: serve's embedded etcd
 	template *scaleTemplate
 }
 
@@ -227,17 +251,15 @@ func (s *scaleRun) progressf(format string, args ...any) {
 	}
 }
 
-// etcdDir is the data dir of the etcd the samples live in.
-func (s *scaleRun) etcdDir() string {
-	if s.external != nil {
-		return filepath.Join(filepath.Dir(s.dataDir), "etcd")
-	}
-	return filepath.Join(s.dataDir, "etcd")
-}
+// etcdDir is the data dir of serve's embedded etcd.
+func (s *scaleRun) etcdDir() string { return filepath.Join(s.dataDir, "etcd") }
 
 // size fills the store to n samples and measures the server on it.
 func (s *scaleRun) size(ctx context.Context, n int) (ScaleResult, error) {
-	r := ScaleResult{Objects: n, MediaType: s.cfg.StorageMediaType, Etcd: "embedded"}
+	r := ScaleResult{Server: "customapi", Objects: n, MediaType: s.cfg.StorageMediaType, Etcd: "embedded"}
+	if len(s.cfg.ServerCommand) != 0 {
+		r.Server = filepath.Base(s.cfg.ServerCommand[0])
+	}
 	if r.MediaType == "" {
 		r.MediaType = storage.DefaultMediaType
 	}
@@ -285,12 +307,9 @@ func (s *scaleRun) size(ctx context.Context, n int) (ScaleResult, error) {
 	}
 	if cli, err := s.etcdClient(ctx); err == nil {
 		if st, err := cli.Status(ctx, cli.Endpoints()[0]); err == nil {
-			r.DBInUse = st.DbSizeInUse
+			r.DBSize, r.DBInUse = st.DbSize, st.DbSizeInUse
 		}
 		_ = cli.Close()
-	}
-	if fi, err := os.Stat(filepath.Join(s.etcdDir(), "member", "snap", "db")); err == nil {
-		r.DBSize = fi.Size()
 	}
 	return r, nil
 }
@@ -298,9 +317,13 @@ func (s *scaleRun) size(ctx context.Context, n int) (ScaleResult, error) {
 // serveArgs are serve's flags for the run.
 func (s *scaleRun) serveArgs() []string {
 	args := []string{"serve", "--data-dir", s.dataDir, "--secure-port", "0", "--resources", "customs,samples"}
-	if s.external != nil {
-		c := s.external.ClientConfig()
-		args = append(args, "--etcd-servers", strings.Join(c.Endpoints, ","), "--etcd-cafile", c.CAFile, "--etcd-certfile", c.CertFile, "--etcd-keyfile", c.KeyFile)
+	if c := s.external; c != nil {
+		args = append(args, "--etcd-servers", strings.Join(c.Endpoints, ","))
+		for flag, file := range map[string]string{"--etcd-cafile": c.CAFile, "--etcd-certfile": c.CertFile, "--etcd-keyfile": c.KeyFile} {
+			if file != "" {
+				args = append(args, flag, file)
+			}
+		}
 	}
 	if s.cfg.StorageMediaType != "" {
 		args = append(args, "--storage-media-type", s.cfg.StorageMediaType)
@@ -313,7 +336,7 @@ func (s *scaleRun) serveArgs() []string {
 // file and client certificate).
 func (s *scaleRun) etcdClient(ctx context.Context) (*clientv3.Client, error) {
 	if s.external != nil {
-		return s.external.ClientConfig().NewClient(ctx)
+		return s.external.NewClient(ctx)
 	}
 	c, err := etcd.RunningEmbedded(s.etcdDir())
 	if err != nil {
@@ -384,7 +407,7 @@ func (s *scaleRun) load(ctx context.Context, n int, r *ScaleResult) error {
 	var cli *clientv3.Client
 	if s.external != nil {
 		var err error
-		if cli, err = s.external.ClientConfig().NewClient(ctx); err != nil {
+		if cli, err = s.external.NewClient(ctx); err != nil {
 			return err
 		}
 	} else {
@@ -468,6 +491,9 @@ func (v *scaleServer) memory() memory {
 // write a CPU profile there (CUSTOMAPI_CPUPROFILE).
 func (s *scaleRun) startServe(ctx context.Context, profile string) (*scaleServer, error) {
 	cmd := exec.Command(s.exe, s.serveArgs()...)
+	if c := s.cfg.ServerCommand; len(c) != 0 {
+		cmd = exec.Command(c[0], c[1:]...)
+	}
 	if profile != "" {
 		cmd.Env = append(os.Environ(), "CUSTOMAPI_CPUPROFILE="+profile)
 	}
@@ -475,8 +501,11 @@ func (s *scaleRun) startServe(ctx context.Context, profile string) (*scaleServer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
 	// The kubeconfig of an earlier start names that start's port: wait
 	// for this start's.
-	kubeconfig := filepath.Join(s.dataDir, "admin.kubeconfig")
-	_ = os.Remove(kubeconfig)
+	kubeconfig := s.cfg.ServerKubeconfig
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(s.dataDir, "admin.kubeconfig")
+		_ = os.Remove(kubeconfig)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -752,6 +781,7 @@ func WriteScaleTable(w io.Writer, results []ScaleResult) error {
 		name string
 		f    func(r ScaleResult) string
 	}{
+		{"server", func(r ScaleResult) string { return r.Server }},
 		{"objects", func(r ScaleResult) string { return strconv.Itoa(r.Objects) }},
 		{"storage encoding / etcd", func(r ScaleResult) string { return mediaName(r.MediaType) + " / " + r.Etcd }},
 		{"etcd db file (in use)", func(r ScaleResult) string { return mb(r.DBSize) + " (" + mb(r.DBInUse) + ")" }},
