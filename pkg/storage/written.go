@@ -5,6 +5,7 @@ import (
 	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,6 +58,10 @@ type writtenValues struct {
 	ring    [writtenCapacity]*writtenValue // insertion order, for eviction
 	next    int                            // the ring's oldest slot
 	bytes   int                            // the bytes of the keys of entries
+	// count is len(entries), read without the lock: a decode while
+	// nothing is remembered (every decode of a watch cache's initial load)
+	// neither locks nor hashes its value.
+	count atomic.Int64
 }
 
 type writtenValue struct {
@@ -96,6 +101,7 @@ func (w *writtenValues) wrote(data []byte) {
 	w.next = (w.next + 1) % writtenCapacity
 	w.entries[v.key] = v
 	w.bytes += len(v.key)
+	w.count.Store(int64(len(w.entries)))
 }
 
 // forgetLocked removes v from the entries if it is still there.
@@ -103,11 +109,15 @@ func (w *writtenValues) forgetLocked(v *writtenValue) {
 	if w.entries[v.key] == v {
 		delete(w.entries, v.key)
 		w.bytes -= len(v.key)
+		w.count.Store(int64(len(w.entries)))
 	}
 }
 
 // has reports whether data was written and is not forgotten yet.
 func (w *writtenValues) has(data []byte) bool {
+	if w.count.Load() == 0 {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, ok := w.entries[string(data)]
