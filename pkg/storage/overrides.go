@@ -109,13 +109,13 @@ func validateOverrides(overrides []Override) error {
 	seen := map[schema.GroupResource]bool{}
 	for i, o := range overrides {
 		if o.Resource.Resource == "" {
-			return fmt.Errorf("Overrides[%d]: no resource", i)
+			return fmt.Errorf("overrides[%d]: no resource", i)
 		}
 		if err := o.Etcd.Validate(); err != nil {
-			return fmt.Errorf("Overrides[%d] (%s): %w", i, OverrideName(o.Resource), err)
+			return fmt.Errorf("overrides[%d] (%s): %w", i, OverrideName(o.Resource), err)
 		}
 		if seen[o.Resource] {
-			return fmt.Errorf("Overrides[%d]: %s is overridden twice", i, OverrideName(o.Resource))
+			return fmt.Errorf("overrides[%d]: %s is overridden twice", i, OverrideName(o.Resource))
 		}
 		seen[o.Resource] = true
 	}
