@@ -18,8 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // BackupOptions says what Backup saves and where.
@@ -33,6 +36,13 @@ type BackupOptions struct {
 	// first member that answers. The snapshot holds the whole cluster,
 	// every key prefix.
 	Etcd etcd.ClientConfig
+	// EtcdOverrides are the server's --etcd-servers-overrides
+	// (storage.EtcdOptions.Overrides parses the flag): each distinct etcd
+	// they name is snapshotted too, after the main one, into
+	// OverrideSnapshotEntry(i) (Manifest.EtcdOverrides). They must name
+	// the resources the data dir's server records
+	// (server.CheckEtcdOverrides): Backup refuses to leave any out.
+	EtcdOverrides []storage.Override
 	// Output is the archive file to write (mode 0600; an existing file is
 	// replaced atomically). A name ending in .gz or .tgz is compressed with
 	// gzip. Required.
@@ -64,6 +74,13 @@ type BackupOptions struct {
 // dir (an --encryption-provider-config elsewhere, a KMS) are not in the
 // archive: back them up with it.
 //
+// A server that stores some resources on etcds of their own
+// (--etcd-servers-overrides) records them in its data dir
+// (server.EtcdOverridesFile); Backup then needs the same overrides in
+// o.EtcdOverrides and snapshots each of those etcds as well, and fails
+// before taking any snapshot otherwise, naming the flag and the value to
+// pass: a backup never silently leaves a resource out.
+//
 // The archive is written beside Output and renamed onto it at the end:
 // on error nothing is left. It returns the archive's manifest.
 func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
@@ -85,6 +102,16 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 		return nil, fmt.Errorf("backup: data dir: %w", err)
 	} else if !st.IsDir() {
 		return nil, fmt.Errorf("backup: data dir %s is not a directory", dataDir)
+	}
+	if err := (storage.Config{Overrides: o.EtcdOverrides}).ValidateWithoutEtcd(); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	if err := server.CheckEtcdOverrides(dataDir, o.EtcdOverrides, "backup"); err != nil {
+		return nil, err
+	}
+	record, err := server.ReadEtcdOverrides(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-")
 	if err != nil {
@@ -109,6 +136,19 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
+	var overrideSnaps []string
+	for i, oe := range (storage.Config{Etcd: o.Etcd, Overrides: o.EtcdOverrides}).OverrideEtcds() {
+		path := filepath.Join(tmp, fmt.Sprintf("override-%d.db", i))
+		info, err := SaveSnapshot(ctx, oe.Etcd, path, o.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("backup: the etcd of --etcd-servers-overrides %s: %w", overrideNames(oe.Resources), err)
+		}
+		m.EtcdOverrides = append(m.EtcdOverrides, EtcdOverrideSnapshot{
+			Entry: OverrideSnapshotEntry(i), Etcd: strings.Join(oe.Etcd.Endpoints, ","),
+			Overrides: overrideNames(oe.Resources), Resources: recordedResources(record, oe.Resources), Snapshot: info,
+		})
+		overrideSnaps = append(overrideSnaps, path)
+	}
 	after, err := readDataDirFiles(dataDir, skip)
 	if err != nil {
 		return nil, err
@@ -122,7 +162,7 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 
 	archive := filepath.Join(tmp, "archive")
 	gz := strings.HasSuffix(output, ".gz") || strings.HasSuffix(output, ".tgz")
-	if err := writeArchive(archive, gz, m, after, snapPath); err != nil {
+	if err := writeArchive(archive, gz, m, after, snapPath, overrideSnaps); err != nil {
 		return nil, fmt.Errorf("backup: write %s: %w", output, err)
 	}
 	if err := os.Rename(archive, output); err != nil {
@@ -165,6 +205,35 @@ func embeddedSnapshot(ctx context.Context, dataDir, path string, progress *Progr
 	default:
 		return SnapshotInfo{}, err
 	}
+}
+
+// overrideNames returns grs as --etcd-servers-overrides writes them.
+func overrideNames(grs []schema.GroupResource) []string {
+	names := make([]string, len(grs))
+	for i, gr := range grs {
+		names[i] = storage.OverrideName(gr)
+	}
+	return names
+}
+
+// recordedResources returns the served resources the server's record says
+// the overrides of grs hold, or grs' own names without a record.
+func recordedResources(rec *server.EtcdOverridesRecord, grs []schema.GroupResource) []string {
+	var out []string
+	for _, gr := range grs {
+		found := false
+		if rec != nil {
+			for _, r := range rec.Overrides {
+				if r.Resource == storage.OverrideName(gr) {
+					out, found = append(out, r.Resources...), true
+				}
+			}
+		}
+		if !found {
+			out = append(out, gr.String())
+		}
+	}
+	return out
 }
 
 // dataDirFile is a file of the data dir with its content.
@@ -241,8 +310,9 @@ func changedFiles(before, after []dataDirFile) []string {
 }
 
 // writeArchive writes the tar archive (gzip-compressed when gz) to path,
-// mode 0600, synced: the manifest, the files, the snapshot.
-func writeArchive(path string, gz bool, m *Manifest, files []dataDirFile, snapshot string) (err error) {
+// mode 0600, synced: the manifest, the files, the snapshot, the overrides'
+// snapshots (m.EtcdOverrides' entries, in order).
+func writeArchive(path string, gz bool, m *Manifest, files []dataDirFile, snapshot string, overrideSnapshots []string) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -279,13 +349,21 @@ func writeArchive(path string, gz bool, m *Manifest, files []dataDirFile, snapsh
 			return err
 		}
 	}
-	snap, err := os.Open(snapshot)
-	if err != nil {
+	addFile := func(name string, size int64, path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return add(name, size, f)
+	}
+	if err := addFile(SnapshotEntry, m.Snapshot.Size, snapshot); err != nil {
 		return err
 	}
-	defer snap.Close()
-	if err := add(SnapshotEntry, m.Snapshot.Size, snap); err != nil {
-		return err
+	for i, o := range m.EtcdOverrides {
+		if err := addFile(o.Entry, o.Snapshot.Size, overrideSnapshots[i]); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err

@@ -22,7 +22,11 @@
 // .tgz) of three parts, in order: manifest.json (Manifest: the snapshot's
 // revision, hash, key count, size and SHA-256, and every file's name, size,
 // mode and SHA-256), data/<file> for each file of the data dir, and
-// etcd/snapshot.db, the snapshot as `etcdctl snapshot save` writes it. It
+// etcd/snapshot.db, the snapshot as `etcdctl snapshot save` writes it; for
+// a server with --etcd-servers-overrides (BackupOptions.EtcdOverrides, which
+// Backup requires when the data dir records them) a fourth,
+// etcd-override-<i>/snapshot.db per etcd of the flag, which Restore checks
+// and writes beside the new data dir (OverrideSnapshotPath) for etcdutl. It
 // holds private keys and tokens: it is written with mode 0600; keep it as
 // secret as the data dir.
 //

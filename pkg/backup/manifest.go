@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -16,11 +17,19 @@ const (
 	// FilesPrefix prefixes the data dir's files: data/ca.crt,
 	// data/tokens.csv, ... (Manifest.Files).
 	FilesPrefix = "data/"
-	// SnapshotEntry is the last entry: the etcd snapshot (Manifest.Snapshot),
-	// as `etcdctl snapshot save` writes it; `tar -xf FILE etcd/snapshot.db`
-	// extracts it for etcdutl.
+	// SnapshotEntry follows the files: the snapshot of the main etcd
+	// (Manifest.Snapshot), as `etcdctl snapshot save` writes it; `tar -xf
+	// FILE etcd/snapshot.db` extracts it for etcdutl. The snapshots of the
+	// etcds of --etcd-servers-overrides come last, if any
+	// (OverrideSnapshotEntry, Manifest.EtcdOverrides).
 	SnapshotEntry = "etcd/snapshot.db"
 )
+
+// OverrideSnapshotEntry is the archive entry of the snapshot of the i-th
+// etcd of --etcd-servers-overrides (storage.Config.OverrideEtcds' order,
+// the server's /readyz check etcd-override-<i>):
+// "etcd-override-<i>/snapshot.db".
+func OverrideSnapshotEntry(i int) string { return fmt.Sprintf("etcd-override-%d/snapshot.db", i) }
 
 // Manifest describes a backup archive; it is the archive's first entry
 // (manifest.json).
@@ -37,8 +46,17 @@ type Manifest struct {
 	// Etcd says where the snapshot came from: "embedded" or the external
 	// endpoint that served it.
 	Etcd string `json:"etcd"`
-	// Snapshot describes the entry SnapshotEntry.
+	// Snapshot describes the entry SnapshotEntry: the main etcd, which
+	// holds every resource but those of EtcdOverrides.
 	Snapshot SnapshotInfo `json:"snapshot"`
+	// EtcdOverrides describe the snapshots of the etcds of the server's
+	// --etcd-servers-overrides (BackupOptions.EtcdOverrides), one per
+	// distinct etcd, in the order of the server's etcd-override-<i>
+	// checks; none without overrides. Each snapshot is taken after the
+	// main one: every snapshot is consistent in itself, but they are not
+	// of one instant (as with kube-apiserver's overrides, there is no
+	// transaction across etcds).
+	EtcdOverrides []EtcdOverrideSnapshot `json:"etcdOverrides,omitempty"`
 	// Files are the data dir's files, in the archive's order, each under
 	// FilesPrefix.
 	Files []File `json:"files"`
@@ -56,4 +74,24 @@ type File struct {
 	Mode string `json:"mode"`
 	// SHA256 is the hex SHA-256 of the content.
 	SHA256 string `json:"sha256"`
+}
+
+// EtcdOverrideSnapshot is the snapshot of one etcd of
+// --etcd-servers-overrides in a backup archive (Manifest.EtcdOverrides).
+type EtcdOverrideSnapshot struct {
+	// Entry is the snapshot's archive entry, OverrideSnapshotEntry(i).
+	Entry string `json:"entry"`
+	// Etcd is the etcd's client URLs, comma-separated (the snapshot comes
+	// from the first that answers).
+	Etcd string `json:"etcd"`
+	// Overrides are the overridden resources whose keys it holds, as
+	// --etcd-servers-overrides writes them: "/events".
+	Overrides []string `json:"overrides"`
+	// Resources are the served resources whose objects it holds: the
+	// overridden ones and those stored as them ("events",
+	// "events.events.k8s.io"), as the data dir's server recorded them
+	// (server.EtcdOverridesRecord); without a record, Overrides' resources.
+	Resources []string `json:"resources"`
+	// Snapshot describes the entry.
+	Snapshot SnapshotInfo `json:"snapshot"`
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -49,6 +50,15 @@ type RestoreOptions struct {
 // --data-dir` (or server.Options.DataDir). The embedded etcd's TLS files
 // (not in the archive) are generated anew; a server rewrites
 // admin.kubeconfig with its port when it starts.
+//
+// The snapshots of the etcds of --etcd-servers-overrides
+// (Manifest.EtcdOverrides) cannot be restored here: those etcds are
+// clusters of their own, restored offline on each member with `etcdutl
+// snapshot restore --bump-revision N --mark-compacted` (the same bump).
+// Restore checks each against the manifest (SHA-256, etcd's integrity
+// check, revision and hash) and writes it beside the new data dir, at
+// OverrideSnapshotPath(DataDir, i), which must not exist; `customapi
+// restore` prints the command for each.
 //
 // It refuses a data dir that a server (or another tool) holds locked
 // (*server.DataDirInUseError) and one that exists and is not empty, before
@@ -95,11 +105,25 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 		}
 	}()
 	snapPath := filepath.Join(tmp, ".snapshot.db")
+	overridePath := func(i int) string { return filepath.Join(tmp, fmt.Sprintf(".etcd-override-%d.db", i)) }
 	read := o.Progress.begin("restore: read "+filepath.Base(o.Archive), nil)
-	m, err := extract(countingReader{r: f, t: read}, o.Archive, tmp, snapPath)
+	m, err := extract(countingReader{r: f, t: read}, o.Archive, tmp, snapPath, overridePath)
 	read.end(-1)
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
+	}
+	for i, ov := range m.EtcdOverrides {
+		if _, err := os.Lstat(OverrideSnapshotPath(dataDir, i)); !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("restore: %s (where the snapshot of the etcd of %s goes) exists: move it away first", OverrideSnapshotPath(dataDir, i), strings.Join(ov.Resources, ", "))
+		}
+		got, err := verifySnapshot(overridePath(i), o.Archive+":"+ov.Entry)
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		if got.SHA256 != ov.Snapshot.SHA256 || got.Revision != ov.Snapshot.Revision || got.Hash != ov.Snapshot.Hash {
+			return nil, fmt.Errorf("restore: backup %s: %w: its snapshot %s (revision %d, hash %d) is not the one its manifest describes (revision %d, hash %d)",
+				o.Archive, ErrNotBackup, ov.Entry, got.Revision, got.Hash, ov.Snapshot.Revision, ov.Snapshot.Hash)
+		}
 	}
 	info, err := verifySnapshot(snapPath, o.Archive+":"+SnapshotEntry)
 	if err != nil {
@@ -131,11 +155,32 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	if err := os.Chmod(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
+	// The overrides' snapshots beside the data dir, then the data dir.
+	var placed []string
+	for i := range m.EtcdOverrides {
+		if err := os.Rename(overridePath(i), OverrideSnapshotPath(dataDir, i)); err != nil {
+			for _, p := range placed {
+				_ = os.Remove(p)
+			}
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		placed = append(placed, OverrideSnapshotPath(dataDir, i))
+	}
 	if err := os.Rename(tmp, dataDir); err != nil {
+		for _, p := range placed {
+			_ = os.Remove(p)
+		}
 		return nil, fmt.Errorf("restore: move the restored data dir into place: %w", err)
 	}
 	done = true
 	return m, syncDir(parent)
+}
+
+// OverrideSnapshotPath is where Restore writes the snapshot of the i-th
+// etcd of --etcd-servers-overrides of a backup restored into dataDir
+// (Manifest.EtcdOverrides[i]): beside it, "<dataDir>.etcd-override-<i>.db".
+func OverrideSnapshotPath(dataDir string, i int) string {
+	return fmt.Sprintf("%s.etcd-override-%d.db", filepath.Clean(dataDir), i)
 }
 
 // checkNewDataDir refuses a data dir that is locked by its owner or that
@@ -221,10 +266,10 @@ func readManifest(tr *tar.Reader, name string) (*Manifest, error) {
 }
 
 // extract reads the archive: the manifest, then each file into dir (mode
-// 0600, checked against the manifest), then the snapshot into snapPath.
-// Every entry must be the manifest's and every one the manifest names
-// must be there.
-func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
+// 0600, checked against the manifest), then the snapshot into snapPath and
+// the overrides' snapshots into overridePath(i). Every entry must be the
+// manifest's and every one the manifest names must be there.
+func extract(r io.Reader, name, dir, snapPath string, overridePath func(int) string) (*Manifest, error) {
 	tr, err := openArchive(r, name)
 	if err != nil {
 		return nil, err
@@ -242,6 +287,13 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 		}
 		want[f.Name] = f
 	}
+	overrides := map[string]int{} // entry -> index, until read
+	for i, ov := range m.EtcdOverrides {
+		if ov.Entry != OverrideSnapshotEntry(i) {
+			return nil, fmt.Errorf("backup %s: %w: the manifest names override snapshot %q, want %q", name, ErrNotBackup, ov.Entry, OverrideSnapshotEntry(i))
+		}
+		overrides[ov.Entry] = i
+	}
 	gotSnapshot := false
 	for {
 		h, err := tr.Next()
@@ -251,6 +303,7 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("backup %s: %w: truncated or damaged (%w)", name, ErrNotBackup, err)
 		}
+		i, isOverride := overrides[h.Name]
 		switch {
 		case h.Name == SnapshotEntry && !gotSnapshot:
 			if h.Size != m.Snapshot.Size {
@@ -260,6 +313,15 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 				return nil, fmt.Errorf("backup %s: %w: %s truncated or damaged (%w)", name, ErrNotBackup, SnapshotEntry, err)
 			}
 			gotSnapshot = true
+		case isOverride:
+			delete(overrides, h.Name)
+			ov := m.EtcdOverrides[i]
+			if h.Size != ov.Snapshot.Size {
+				return nil, fmt.Errorf("backup %s: %w: snapshot %s of %d bytes, the manifest says %d", name, ErrNotBackup, h.Name, h.Size, ov.Snapshot.Size)
+			}
+			if _, err := writeEntry(tr, overridePath(i), h.Size); err != nil {
+				return nil, fmt.Errorf("backup %s: %w: %s truncated or damaged (%w)", name, ErrNotBackup, h.Name, err)
+			}
 		case strings.HasPrefix(h.Name, FilesPrefix):
 			rel := strings.TrimPrefix(h.Name, FilesPrefix)
 			f, ok := want[rel]
@@ -289,6 +351,10 @@ func extract(r io.Reader, name, dir, snapPath string) (*Manifest, error) {
 	if !gotSnapshot {
 		missing = append(missing, SnapshotEntry)
 	}
+	for entry := range overrides {
+		missing = append(missing, entry)
+	}
+	sort.Strings(missing)
 	if len(missing) != 0 {
 		return nil, fmt.Errorf("backup %s: %w: truncated: %s missing", name, ErrNotBackup, strings.Join(missing, ", "))
 	}

@@ -3,6 +3,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,17 +34,26 @@ started meanwhile fails at once, naming this process). With --etcd-servers it
 comes from that external etcd cluster (the first member that answers; the whole cluster,
 every --etcd-prefix), and --data-dir still gives the files.
 
+A server that keeps some resources on etcds of their own (--etcd-servers-overrides)
+records them in its data dir; backup then needs the same --etcd-servers-overrides and
+snapshots each of those etcds too (etcd-override-<i>/snapshot.db in the archive, the
+manifest naming the resources each holds), and refuses without it: no resource is left
+out. Each snapshot is consistent in itself; they are taken one after the other.
+
 The archive is a tar file (gzip when FILE ends in .gz or .tgz): manifest.json (the snapshot's
 revision, hash and SHA-256, and every file's SHA-256), data/<file>..., etcd/snapshot.db. It
 holds private keys and tokens: it is written with mode 0600. Restore it with
 '` + cfg.Name + ` restore'. Keys kept outside the data dir (an --encryption-provider-config file
 elsewhere, a KMS) are not in it: back them up with it.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := errors.Join(etcdOpts.Validate()...); err != nil {
 				return err
 			}
 			o.Etcd = etcdOpts.ClientConfig()
+			if o.EtcdOverrides, err = etcdOpts.Overrides(); err != nil {
+				return err
+			}
 			o.Progress = backup.NewProgress(cmd.ErrOrStderr())
 			start := time.Now()
 			m, err := backup.Backup(cmd.Context(), o)
@@ -52,6 +62,10 @@ elsewhere, a KMS) are not in it: back them up with it.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backup %s: etcd snapshot at revision %d (%d keys, %d bytes, hash %d) and %d files of %s, in %s\n",
 				o.Output, m.Snapshot.Revision, m.Snapshot.TotalKeys, m.Snapshot.Size, m.Snapshot.Hash, len(m.Files), m.DataDir, time.Since(start).Round(time.Millisecond))
+			for _, ov := range m.EtcdOverrides {
+				fmt.Fprintf(cmd.OutOrStdout(), "  and %s: snapshot of etcd %s (%s) at revision %d (%d keys, %d bytes, hash %d)\n",
+					ov.Entry, ov.Etcd, strings.Join(ov.Resources, ", "), ov.Snapshot.Revision, ov.Snapshot.TotalKeys, ov.Snapshot.Size, ov.Snapshot.Hash)
+			}
 			return nil
 		},
 	}
@@ -59,6 +73,7 @@ elsewhere, a KMS) are not in it: back them up with it.`,
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "The server's data directory: its files go into the archive, and its embedded etcd is snapshotted (unless --etcd-servers).")
 	fs.StringVarP(&o.Output, "output", "o", "", "The archive to write (mode 0600; replaced atomically if it exists); .gz or .tgz compresses it. Required.")
 	etcdOpts.AddFlags(fs)
+	etcdOpts.AddOverridesFlag(fs)
 	_ = cmd.MarkFlagRequired("output")
 	return cmd
 }

@@ -35,10 +35,10 @@ func TestStorageFlagsAreServes(t *testing.T) {
 		own  []string // and its own
 	}{
 		{[]string{"storage", "rewrite"},
-			[]string{"data-dir", "encryption-provider-config", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "etcd-servers", "secrets-encryption", "storage-media-type"},
+			[]string{"data-dir", "encryption-provider-config", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "etcd-servers", "etcd-servers-overrides", "secrets-encryption", "storage-media-type"},
 			[]string{"batteries", "help", "resources", "workers"}},
 		{[]string{"backup"},
-			[]string{"etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-servers"},
+			[]string{"etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-servers", "etcd-servers-overrides"},
 			[]string{"data-dir", "help", "output"}},
 	} {
 		var got []string

@@ -41,7 +41,8 @@ func newServeCommand(cfg Config) *cobra.Command {
 		Long: `Serve the resources of --resources over HTTPS: ` + cfg.resourcesHelp() + `.
 
 Objects are stored in an embedded etcd under --data-dir, or in the external
-etcd cluster named by --etcd-servers. On first start a CA, an ECDSA serving
+etcd cluster named by --etcd-servers; --etcd-servers-overrides keeps some
+resources (events, leases) on etcd clusters of their own. On first start a CA, an ECDSA serving
 certificate and an admin token are generated into --data-dir, with
 <data-dir>/admin.kubeconfig for kubectl:
 
@@ -85,12 +86,16 @@ second signal kills it at once.`,
 			// The ready line's example: the first resource of the program's
 			// own, not a battery.
 			example := resources[0].Plural
+			if withBatteries {
+				resources = append(batteries.Resources(batteryOpts), resources...)
+			}
+			// Before the data dir is taken: a refused flag changes nothing.
+			if err := opts.ValidateFor(resources...); err != nil {
+				return err
+			}
 			sc, err := opts.Config()
 			if err != nil {
 				return err
-			}
-			if withBatteries {
-				resources = append(batteries.Resources(batteryOpts), resources...)
 			}
 			srv, err := server.New(ctx, sc.Complete(), resources...)
 			if err != nil {
@@ -104,6 +109,14 @@ second signal kills it at once.`,
 			}
 			if flags := srv.EmbeddedEtcdctlFlags(); flags != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "embedded etcd (TLS, client certificate required): etcdctl %s get --prefix /registry/ --keys-only\n", flags)
+			}
+			for i, o := range srv.Registry().EtcdOverrides() {
+				var names []string
+				for _, gr := range o.Resources {
+					names = append(names, gr.String())
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "etcd %s stores %s (--etcd-servers-overrides; its check is /readyz/%s)\n",
+					strings.Join(o.Etcd.Endpoints, ","), strings.Join(names, ", "), server.EtcdOverrideCheckName(i))
 			}
 			go func() {
 				select {

@@ -37,6 +37,12 @@
 // etcd. Only this package turns a storage.Config (Config.Storage) into
 // stores.
 //
+// Config.Storage.Overrides keeps some resources on etcds of their own
+// (kube-apiserver's --etcd-servers-overrides): CheckOverrides refuses what
+// cannot be overridden, EtcdOverrides reports each etcd with its resources
+// and health check, and the stored versions records and RewriteStorage
+// work on each resource's own etcd.
+//
 // Config.Storage.Transformers encrypts values at rest per resource, from a
 // kube-apiserver EncryptionConfiguration (k8s.io/apiserver's
 // encryptionconfig); both doors read and write through it.

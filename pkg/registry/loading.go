@@ -11,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // EtcdUnreachableTimeout is how long WaitReady (and Open, which waits the
@@ -181,9 +183,9 @@ func (r *Registry) WaitReady(ctx context.Context, only ...schema.GroupResource) 
 func (r *Registry) reportLoading() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var cli *clientv3.Client // for the counts; made once needed
+	clients := map[string]*clientv3.Client{} // for the counts, by etcd (storage.EtcdKey); made once needed
 	defer func() {
-		if cli != nil {
+		for _, cli := range clients {
 			_ = cli.Close()
 		}
 	}()
@@ -202,14 +204,17 @@ func (r *Registry) reportLoading() {
 				continue
 			}
 			if p := r.progressOf(st); !p.Ready {
-				if cli == nil {
-					var err error
-					if cli, err = r.etcdCfg.NewClient(context.Background()); err != nil {
-						cli = nil
+				if !st.load.counted.Load() {
+					etcd := r.storage.EtcdFor(storedGroupResource(st.res))
+					key := storage.EtcdKey(etcd)
+					if clients[key] == nil {
+						if cli, err := etcd.NewClient(context.Background()); err == nil {
+							clients[key] = cli
+						}
 					}
-				}
-				if cli != nil {
-					r.countTotal(cli, st)
+					if cli := clients[key]; cli != nil {
+						r.countTotal(cli, st)
+					}
 				}
 				loading = append(loading, p)
 			}

@@ -122,8 +122,8 @@ func (c Config) Validate() error {
 	return c.Storage.ValidateWithoutEtcd()
 }
 
-// Registry is the set of stores of declared resources on one etcd, with
-// their scheme and codecs: what the HTTP server installs and what the
+// Registry is the set of stores of declared resources on one etcd (and
+// the etcds of storage.Config.Overrides), with their scheme and codecs: what the HTTP server installs and what the
 // in-process client (client.For) uses. Build it with Open and release it
 // with Close. It is safe for concurrent use.
 type Registry struct {
@@ -134,6 +134,7 @@ type Registry struct {
 	etcdCfg   etcd.ClientConfig
 	embedded  *etcd.Embedded
 	etcdCheck func() error
+	overrides []EtcdOverride            // the clusters of Config.Storage.Overrides, with their checks
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
 	stop      chan struct{}             // closed by Close: ends the etcd check
 	audit     Audit                     // Config.Audit
@@ -188,6 +189,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	// Validate before anything connects or starts.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if errs := CheckOverrides(cfg.Storage.Overrides, resources); len(errs) != 0 {
+		return nil, fmt.Errorf("registry: Storage.Overrides: %w", errors.Join(errs...))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("registry: open abandoned: %w", err)
@@ -277,6 +281,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
 	}
+	if err := r.openOverrides(); err != nil {
+		return nil, err
+	}
 	if err := r.waitEtcd(ctx); err != nil {
 		return nil, err
 	}
@@ -299,7 +306,7 @@ func (r *Registry) etcdError(ctx context.Context, err error) error {
 		return fmt.Errorf("registry: open abandoned while connecting to etcd: %w", ctx.Err())
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w; is etcd reachable at %s?", err, strings.Join(r.etcdCfg.Endpoints, ","))
+		return fmt.Errorf("%w; is etcd reachable at %s?", err, r.allEndpoints())
 	}
 	return err
 }
@@ -430,9 +437,10 @@ func storedAsGetter(getter generic.RESTOptionsGetter, res resource.Resource, res
 	return storage.StoredAs(getter, target.GroupResource(), target.GroupVersionKind), nil
 }
 
-// waitEtcd polls etcd's health check (whose client connects in the
-// background) until it passes, ctx ends or DefaultReadyTimeout passes, so
-// that an opened registry answers CheckEtcd with nil.
+// waitEtcd polls the etcd health checks, main and overrides' (whose
+// clients connect in the background), until they pass, ctx ends or
+// DefaultReadyTimeout passes, so that an opened registry answers CheckEtcd
+// with nil.
 func (r *Registry) waitEtcd(ctx context.Context) error {
 	readyCtx, cancel := context.WithTimeout(ctx, DefaultReadyTimeout)
 	defer cancel()
@@ -446,7 +454,29 @@ func (r *Registry) waitEtcd(ctx context.Context) error {
 		return fmt.Errorf("registry: etcd's health check still fails after %s: %w (last check: %v); is etcd reachable at %s?",
 			DefaultReadyTimeout, err, r.etcdCheck(), strings.Join(r.etcdCfg.Endpoints, ","))
 	}
+	for _, o := range r.overrides {
+		err := wait.PollUntilContextCancel(readyCtx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+			return o.Check() == nil, nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("registry: open abandoned while waiting for etcd's health check: %w", ctx.Err())
+			}
+			return fmt.Errorf("registry: the health check of the overrides' etcd still fails after %s: %w (last check: %v)", DefaultReadyTimeout, err, o.Check())
+		}
+	}
 	return nil
+}
+
+// allEndpoints lists the endpoints of every etcd the registry stores in,
+// for messages: the main etcd's, then each override's, "(for <resources>:
+// <endpoints>)".
+func (r *Registry) allEndpoints() string {
+	s := strings.Join(r.etcdCfg.Endpoints, ",")
+	for _, o := range r.overrides {
+		s += fmt.Sprintf(" (for %s: %s)", grList(o.Resources), strings.Join(o.Etcd.Endpoints, ","))
+	}
+	return s
 }
 
 // Close ends the RegistryHooks' Run loops and waits for them, stops the
@@ -497,11 +527,13 @@ func (r *Registry) Audit() Audit { return r.audit }
 func (r *Registry) StorageConfig() storage.Config { return r.storage }
 
 // EtcdConfig returns the etcd the registry stores in (the embedded one's
-// client configuration when Open started it), for raw reads.
+// client configuration when Open started it), for raw reads: the main one,
+// which holds every resource but those of EtcdOverrides.
 func (r *Registry) EtcdConfig() etcd.ClientConfig { return r.etcdCfg }
 
-// CheckEtcd returns nil when etcd answers kube-apiserver's health check (a
-// linearizable read, 2 s timeout), else its error; an error after Close.
+// CheckEtcd returns nil when the main etcd (EtcdConfig) answers
+// kube-apiserver's health check (a linearizable read, 2 s timeout), else
+// its error; an error after Close. EtcdOverrides have checks of their own.
 func (r *Registry) CheckEtcd() error { return r.etcdCheck() }
 
 // EmbeddedEtcdErr returns the channel on which the embedded etcd reports

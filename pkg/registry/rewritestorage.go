@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/storage"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
@@ -15,7 +19,8 @@ import (
 // encryption configuration (Config.Storage.Transformers) or not in the
 // resource's storage version (its own GroupVersionKind; values a previous
 // declaration stored in another version): rewrite.Run on the registry's
-// etcd, prefix and stores. With opts.VersionsOnly only the last reason
+// etcd, prefix and stores, each resource in the etcd of its objects (its
+// storage.Config.Overrides cluster, if any). With opts.VersionsOnly only the last reason
 // counts (`customapi storage migrate`). See rewrite.Run for how, and for
 // the report and errors.
 //
@@ -44,6 +49,7 @@ import (
 // the API; no stored versions record of customapi's is kept for them.
 func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (rewrite.Report, error) {
 	t := rewrite.Target{Etcd: r.etcdCfg, Prefix: r.storage.Prefix, MediaType: r.storage.MediaType}
+	var own []resource.Resource
 	for _, res := range r.resources {
 		if !res.StoredAs.Empty() {
 			continue
@@ -55,10 +61,10 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (re
 		st := r.stores[res.GroupVersionResource()]
 		t.Resources = append(t.Resources, rewrite.Resource{
 			Resource: res.GroupResource(), Storage: st.main.Storage.Storage, New: res.New, Transformer: tr,
-			StorageVersion: res.GroupVersionKind.GroupVersion(),
+			Etcd: r.storage.EtcdFor(res.GroupResource()), StorageVersion: res.GroupVersionKind.GroupVersion(),
 		})
+		own = append(own, res)
 	}
-	own := len(t.Resources)
 	custom, err := r.openCustomResourceTargets(ctx, !opts.VersionsOnly)
 	if err != nil {
 		return rewrite.Report{}, err
@@ -67,21 +73,34 @@ func (r *Registry) RewriteStorage(ctx context.Context, opts rewrite.Options) (re
 	if custom.crds != nil {
 		t.Resources = append(t.Resources, *custom.crds)
 	}
-	cli, err := r.etcdCfg.NewClient(ctx)
-	if err != nil {
-		return rewrite.Report{}, fmt.Errorf("registry: rewrite: %w", err)
-	}
-	defer cli.Close()
-	before, err := readStoredVersions(ctx, cli, r.storage.Prefix)
-	if err != nil {
-		return rewrite.Report{}, err
+	// The stored versions records, each read from (and later written to)
+	// the etcd of its resource's objects.
+	before := map[schema.GroupResource]storedVersions{}
+	clients := map[schema.GroupResource]*clientv3.Client{}
+	for _, g := range r.byEtcd(own) {
+		cli, err := g.etcd.NewClient(ctx)
+		if err != nil {
+			return rewrite.Report{}, fmt.Errorf("registry: rewrite: %w", err)
+		}
+		defer cli.Close()
+		records, err := readStoredVersions(ctx, cli, r.storage.Prefix)
+		if err != nil {
+			return rewrite.Report{}, err
+		}
+		for _, res := range g.resources {
+			gr := res.GroupResource()
+			clients[gr] = cli
+			if rec, ok := records[gr]; ok {
+				before[gr] = rec
+			}
+		}
 	}
 	report, err := rewrite.Run(ctx, t, opts)
 	err = runCustomResources(ctx, t, custom, opts, &report, err)
 	// Only the registry's own resources have a stored versions record;
 	// they come first.
-	ownReport := rewrite.Report{MediaType: report.MediaType, Resources: report.Resources[:min(own, len(report.Resources))]}
-	if recErr := r.migratedStoredVersions(ctx, cli, before, &ownReport); recErr != nil && err == nil {
+	ownReport := rewrite.Report{MediaType: report.MediaType, Resources: report.Resources[:min(len(own), len(report.Resources))]}
+	if recErr := r.migratedStoredVersions(ctx, clients, before, &ownReport); recErr != nil && err == nil {
 		err = recErr
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/storage"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
@@ -85,8 +86,10 @@ func putStoredVersions(prefix string, gr schema.GroupResource, old storedVersion
 // without a record (its first start, or data written before records
 // existed) gets one: the versions its stored objects are in (one scan of
 // its keys, rewrite.ScanVersions) or, without objects, its storage
-// version. The storage version is added to a record without it. All
-// changes are written in one etcd transaction that compares each record
+// version. The storage version is added to a record without it. A
+// resource's record is in the etcd of its objects (its override's, when
+// storage.Config.Overrides names it). All changes to one etcd are written
+// in one etcd transaction that compares each record
 // with what was read, so servers starting together on one etcd each
 // add their version and none is lost (on a conflict the records are read
 // again). Open calls it once the stores are built, before waiting for
@@ -108,7 +111,20 @@ func (r *Registry) openStoredVersions(ctx context.Context) error {
 	// factory), so that an unreachable etcd fails Open as soon as before.
 	ctx, cancel := context.WithTimeout(ctx, storedVersionsTimeout)
 	defer cancel()
-	cli, err := r.etcdCfg.NewClient(ctx)
+	// Each record is kept in the etcd of its resource's objects, so that
+	// a snapshot of that etcd holds both.
+	for _, g := range r.byEtcd(own) {
+		if err := r.openStoredVersionsOn(ctx, g.etcd, g.resources); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openStoredVersionsOn is openStoredVersions for the resources own, whose
+// objects and records are in the etcd of e.
+func (r *Registry) openStoredVersionsOn(ctx context.Context, e etcd.ClientConfig, own []resource.Resource) error {
+	cli, err := e.NewClient(ctx)
 	if err != nil {
 		return fmt.Errorf("registry: stored versions: %w", err)
 	}
@@ -212,14 +228,16 @@ func checkStoredVersions(prefix string, res resource.Resource, stored []string) 
 // migratedStoredVersions sets the stored versions record of each resource
 // of report whose run was Complete without failures to its storage version
 // alone, unless the record changed since before was read (a server
-// started meanwhile and added its version: it stays). It fills in the
-// reports' StoredVersionsBefore and StoredVersions.
-func (r *Registry) migratedStoredVersions(ctx context.Context, cli *clientv3.Client, before map[schema.GroupResource]storedVersions, report *rewrite.Report) error {
+// started meanwhile and added its version: it stays), through the client
+// of the resource's etcd (clients). It fills in the reports'
+// StoredVersionsBefore and StoredVersions.
+func (r *Registry) migratedStoredVersions(ctx context.Context, clients map[schema.GroupResource]*clientv3.Client, before map[schema.GroupResource]storedVersions, report *rewrite.Report) error {
 	for i := range report.Resources {
 		rr := &report.Resources[i]
 		rec := before[rr.Resource]
 		rr.StoredVersionsBefore, rr.StoredVersions = rec.versions, rec.versions
-		if !rr.Complete || rr.Failed != 0 || rr.StorageVersion == "" {
+		cli := clients[rr.Resource]
+		if !rr.Complete || rr.Failed != 0 || rr.StorageVersion == "" || cli == nil {
 			continue
 		}
 		want := []string{rr.StorageVersion}

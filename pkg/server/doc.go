@@ -29,5 +29,7 @@
 // webhook, as kube-apiserver does.
 //
 // Objects live in an embedded etcd under <data-dir>/etcd unless
-// --etcd-servers names an external cluster.
+// --etcd-servers names an external cluster; --etcd-servers-overrides keeps
+// some resources on etcds of their own, each with a /readyz check
+// etcd-override-N (health.go).
 package server

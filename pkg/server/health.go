@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,13 +29,25 @@ import (
 //     the replica out of load balancing meanwhile.
 //
 // The check is /readyz/etcd in both modes.
+//
+// Each distinct etcd of --etcd-servers-overrides (registry.EtcdOverrides,
+// numbered from 0 in the order the flag first names it) gets a check of
+// its own, named as kube-apiserver names them: etcd-override-N, in the
+// check group "etcd" (so that /readyz?exclude=etcd leaves out every etcd
+// check, as in kube). An override's etcd is always external, so its check
+// is in /readyz only, for the reason above (kube-apiserver also puts it in
+// /livez). /readyz/etcd-override-N's failure names the etcd's endpoints
+// and the resources it holds.
 func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
 	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
 	if !s.config.Options.Storage.Etcd.External() {
 		gc.AddHealthChecks(check)
-		return
+	} else {
+		gc.AddReadyzChecks(check)
 	}
-	gc.AddReadyzChecks(check)
+	for i, o := range s.registry.EtcdOverrides() {
+		gc.AddReadyzChecks(healthz.NamedGroupedCheck(EtcdOverrideCheckName(i), "etcd", func(*http.Request) error { return o.Check() }))
+	}
 }
 
 // addWatchCacheCheck adds the readyz check "watch-caches": red while a
@@ -100,3 +113,8 @@ func withCheckReasons(next http.Handler, authz authorizer.Authorizer) http.Handl
 		_, _ = io.WriteString(w, body)
 	})
 }
+
+// EtcdOverrideCheckName is the name of the /readyz check of the i-th etcd
+// of --etcd-servers-overrides (registry.Registry.EtcdOverrides):
+// "etcd-override-<i>", kube-apiserver's name.
+func EtcdOverrideCheckName(i int) string { return fmt.Sprintf("etcd-override-%d", i) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
@@ -36,8 +37,9 @@ type Options struct {
 
 	// Storage is where and how objects are stored: the external etcd
 	// (--etcd-servers, --etcd-cafile, --etcd-certfile, --etcd-keyfile;
-	// none runs an embedded etcd in <DataDir>/etcd), --etcd-prefix
-	// (default /registry) and --storage-media-type (default JSON); see
+	// none runs an embedded etcd in <DataDir>/etcd), the etcds of some
+	// resources (--etcd-servers-overrides), --etcd-prefix (default
+	// /registry) and --storage-media-type (default JSON); see
 	// storage.Options. Default storage.NewOptions.
 	Storage storage.Options
 	// EtcdUnsafeNoFsync disables fsync in the embedded etcd. Tests only:
@@ -168,7 +170,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // AddStorageFlags binds the options that say where objects are and how
 // they are stored and encrypted, with serve's names, defaults and help:
 // --data-dir, Storage's (storage.Options.AddFlags: --etcd-servers and its
-// TLS files, --etcd-prefix, --storage-media-type), --encryption-provider-config
+// TLS files, --etcd-servers-overrides, --etcd-prefix, --storage-media-type), --encryption-provider-config
 // and --secrets-encryption. A command that works on the stored objects
 // (`customapi storage rewrite`, with OpenRegistry) takes these; AddFlags
 // adds them with the rest.
@@ -199,6 +201,22 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateAuthentication()...)
 	errs = append(errs, o.Admission.Validate()...)
 	return errors.Join(errs...)
+}
+
+// ValidateFor returns every problem with the options (Validate) and those
+// that depend on the resources to serve: an --etcd-servers-overrides
+// resource the server would not serve (with RBAC's when Authorization
+// lists RBAC), one stored as another (events.events.k8s.io moves with
+// /events), and CustomResourceDefinitions (which stay on the main etcd,
+// with their custom resources); see registry.CheckOverrides. New checks
+// them too, but after Config took the data dir: a command calls
+// ValidateFor first, so that a refused flag changes nothing.
+func (o *Options) ValidateFor(resources ...resource.Resource) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	_, resources = newRBAC(*o, resources)
+	return o.checkEtcdOverrides(resources)
 }
 
 // SetEtcd makes the server use the etcd of c (external, or another

@@ -137,7 +137,12 @@ type Server struct {
 // the whole process (see docs/serving.md, "Encodings on the wire").
 // The server takes over the config's data dir lock and listener; on error
 // New releases them, with everything it started, before it returns.
-// Errors: invalid resource declarations, missing OpenAPI definitions, etcd
+// With --etcd-servers-overrides (Options.Storage.Etcd.ServersOverrides)
+// the overridden resources are stored on their etcds (storage.Override),
+// each etcd gets a /readyz check etcd-override-N (see addEtcdCheck), and
+// the overrides are recorded in the data dir (EtcdOverridesFile).
+// Errors: invalid resource declarations, missing OpenAPI definitions, an
+// override of a resource not served (ValidateFor), etcd
 // that cannot start or be reached within a minute (the error names the
 // endpoints), or ctx ending first (the error wraps ctx.Err(); start-up is
 // abandoned promptly, the embedded etcd closed).
@@ -167,6 +172,11 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		}
 	}()
 	s.rbac, resources = newRBAC(o, resources)
+	// Before etcd starts: an override of a resource not served changes
+	// nothing.
+	if err := o.checkEtcdOverrides(resources); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.auditPolicy, s.auditBackend, err = newAudit(o); err != nil {
 		return nil, err
 	}
@@ -201,6 +211,9 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	rc.ServeWhileLoading = true
 	if s.registry, err = registry.Open(ctx, rc, resources...); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if err := recordEtcdOverrides(o.DataDir, &o, s.registry); err != nil {
+		return nil, err
 	}
 	if s.rbac != nil {
 		if s.rbacAuthz, err = s.rbac.Bind(s.registry, nil); err != nil {

@@ -14,7 +14,8 @@ import (
 // OpenRegistry opens the registry of resources on the storage the options
 // name, without serving: for commands that work on the stored objects
 // (`customapi storage rewrite`). It uses the storage options only
-// (--data-dir, --etcd-servers and its TLS files, --etcd-prefix,
+// (--data-dir, --etcd-servers and its TLS files, --etcd-servers-overrides,
+// --etcd-prefix,
 // --storage-media-type, --watch-cache, the encryption options) and opens
 // the same storage `customapi serve` with these options would: with the
 // RBAC resources when Authorization.Mode lists RBAC, and values encrypted
@@ -22,7 +23,9 @@ import (
 // generated EncryptionConfigFile when it exists: it is never generated
 // here). A bad encryption configuration fails before etcd is opened.
 //
-// With the embedded etcd it takes the data dir's lock first, as Config
+// The overrides must name the resources the data dir's server records
+// (CheckEtcdOverrides): a rewrite without them would leave their objects
+// out. With the embedded etcd it takes the data dir's lock first, as Config
 // does, so it fails at once with a *DataDirInUseError while a server (or
 // any other owner) runs on the data dir; it refuses a data dir without
 // etcd data (<data-dir>/etcd) rather than creating an empty one. With
@@ -35,8 +38,16 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 		return nil, nil, err
 	}
 	_, resources = newRBAC(*o, resources)
+	if err := o.checkEtcdOverrides(resources); err != nil {
+		return nil, nil, err
+	}
 	dir, err := filepath.Abs(o.DataDir)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The objects the server keeps on etcds of their own are not left out.
+	overrides, _ := o.Storage.Etcd.Overrides()
+	if err := CheckEtcdOverrides(dir, overrides, "storage"); err != nil {
 		return nil, nil, err
 	}
 	rc := o.registryConfig(dir)

@@ -111,6 +111,13 @@ type Config struct {
 	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
 	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
 	CountPollPeriod time.Duration
+	// Overrides keep some resources in etcd clusters of their own
+	// (kube-apiserver's --etcd-servers-overrides; see Override): every
+	// other field applies to them as to the resources on Etcd, per
+	// cluster (compaction runs on each, a store whose cluster cannot
+	// answer fails with 503/504 while the others keep working). Each
+	// resource at most once. nil: every resource is on Etcd.
+	Overrides []Override
 }
 
 // DefaultCountPollPeriod is Config.CountPollPeriod's default: ten seconds.
@@ -132,10 +139,14 @@ func (c Config) Validate() error {
 }
 
 // ValidateWithoutEtcd checks every field but Etcd, for a caller that fills
-// Etcd in later (registry.Open with an embedded etcd): Prefix (CheckPrefix)
+// Etcd in later (registry.Open with an embedded etcd): Overrides (a
+// resource and a valid etcd each, no resource twice), Prefix (CheckPrefix)
 // and MediaType (CheckMediaType). Whether the scheme's types can be
 // encoded in MediaType is checked per resource, when its store is built.
 func (c Config) ValidateWithoutEtcd() error {
+	if err := validateOverrides(c.Overrides); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
 	if err := CheckPrefix(c.Prefix); err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
@@ -190,18 +201,32 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 			return nil, fmt.Errorf("storage: media type %q is not supported by the scheme", c.MediaType)
 		}
 	}
-	backend := backend(c.Etcd, c.Prefix)
-	switch {
-	case c.CompactionInterval < 0:
-		backend.CompactionInterval = 0
-	case c.CompactionInterval > 0:
-		backend.CompactionInterval = c.CompactionInterval
+	// One backend per etcd: the main one and each override's, with the
+	// same prefix and compaction (k8s.io/apiserver runs one compactor per
+	// cluster).
+	newBackend := func(e etcd.ClientConfig) storagebackend.Config {
+		b := backend(e, c.Prefix)
+		switch {
+		case c.CompactionInterval < 0:
+			b.CompactionInterval = 0
+		case c.CompactionInterval > 0:
+			b.CompactionInterval = c.CompactionInterval
+		}
+		return *b
+	}
+	var overrides map[schema.GroupResource]storagebackend.Config
+	for _, o := range c.Overrides {
+		if overrides == nil {
+			overrides = map[schema.GroupResource]storagebackend.Config{}
+		}
+		overrides[o.Resource] = newBackend(o.Etcd)
 	}
 	return &restOptionsGetter{
 		scheme:       scheme,
 		codecs:       codecs,
 		mediaType:    c.MediaType,
-		backend:      *backend,
+		backend:      newBackend(c.Etcd),
+		overrides:    overrides,
 		watchCache:   !c.DisableWatchCache,
 		noCache:      sets.New(c.WatchCacheDisabled...),
 		writeTimeout: effectiveTimeout(c.WriteTimeout, DefaultWriteTimeout),
@@ -231,6 +256,7 @@ type restOptionsGetter struct {
 	codecs                    runtime.StorageSerializer // nil without a scheme
 	mediaType                 string
 	backend                   storagebackend.Config
+	overrides                 map[schema.GroupResource]storagebackend.Config // Config.Overrides' backends; nil without
 	watchCache                bool
 	noCache                   sets.Set[schema.GroupResource] // Config.WatchCacheDisabled
 	writeTimeout, readTimeout time.Duration
@@ -297,7 +323,7 @@ func (g *restOptionsGetter) restOptions(served, gr schema.GroupResource, example
 		StorageSerializer: g.codecs,
 		StorageVersion:    storageVersion,
 		MemoryVersion:     schema.GroupVersion{Group: memoryGroup, Version: runtime.APIVersionInternal},
-		Config:            g.backend,
+		Config:            g.backendFor(gr),
 	}
 	if g.cached(served) {
 		// The value a write encodes is decoded twice, by the store and for
@@ -333,7 +359,7 @@ func (g *restOptionsGetter) cached(gr schema.GroupResource) bool {
 // counts. Every resource's
 // options, Go-typed or custom, are built here.
 func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached bool, codec runtime.Codec, encodeVersioner runtime.GroupVersioner) generic.RESTOptions {
-	backend := g.backend
+	backend := g.backendFor(gr)
 	backend.Codec = codec
 	backend.EncodeVersioner = encodeVersioner
 	// The transformer of the resource whose keys hold the values: the etcd
@@ -360,6 +386,16 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 		opts.CountMetricPollPeriod = g.countPeriod
 	}
 	return opts
+}
+
+// backendFor returns the backend of the etcd that holds gr's keys: its
+// override's (Config.Overrides) or the main one. gr is the resource whose
+// keys hold the values (for a resource stored as another, the other).
+func (g *restOptionsGetter) backendFor(gr schema.GroupResource) storagebackend.Config {
+	if b, ok := g.overrides[gr]; ok {
+		return b
+	}
+	return g.backend
 }
 
 // TransformerFor returns the transformer values of gr pass through (see

@@ -26,7 +26,8 @@ import (
 // CBORServingAndStorage feature). Values in either encoding are decoded
 // whatever MediaType is. The apiextensions handler wraps the codec with
 // the CustomResourceDefinition's conversion, pruning and defaulting.
-// Errors: those of RESTOptionsGetter.
+// Overrides do not apply: custom resources are always on Etcd, as in
+// kube-apiserver. Errors: those of RESTOptionsGetter.
 func (c Config) CustomResourceRESTOptionsGetter() (generic.RESTOptionsGetter, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -38,6 +39,9 @@ func (c Config) CustomResourceRESTOptionsGetter() (generic.RESTOptionsGetter, er
 		encoder = ucbor
 	}
 	codec := runtime.NewCodec(encoder, recognizer.NewDecoder(ucbor, unstructured.UnstructuredJSONScheme))
+	// Custom resources stay on the main etcd (kube-apiserver's overrides
+	// apply only to resources compiled into the server).
+	c.Overrides = nil
 	g, err := c.getter(nil)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,8 @@
 // defaults (DefaultPrefix, DefaultMediaType) and checks (CheckPrefix,
 // CheckMediaType, Config.Validate) are here only, and Options and
 // EtcdOptions are kube-apiserver's flags for it (--etcd-servers and its TLS
-// files, --etcd-prefix, --storage-media-type: AddFlags, Validate, ApplyTo),
+// files, --etcd-servers-overrides, --etcd-prefix, --storage-media-type:
+// AddFlags, Validate, ApplyTo),
 // which `customapi serve`, `storage rewrite`, `backup` and the quickstart
 // share.
 //

@@ -11,17 +11,28 @@ import (
 
 // EtcdOptions are kube-apiserver's flags that name an external etcd
 // cluster: --etcd-servers and the TLS files of its connection
-// (--etcd-cafile, --etcd-certfile, --etcd-keyfile). No servers means the
-// program's embedded etcd. `customapi serve`, `storage rewrite` and
-// `backup` take them, as does the quickstart example.
+// (--etcd-cafile, --etcd-certfile, --etcd-keyfile), and the clusters of
+// some resources (--etcd-servers-overrides, AddOverridesFlag). No servers
+// means the program's embedded etcd. `customapi serve`, `storage rewrite`
+// and `backup` take them, as does the quickstart example (without the
+// overrides).
 type EtcdOptions struct {
 	// Servers are the client URLs (http:// or https://) of the cluster
 	// (--etcd-servers); empty: the embedded etcd.
 	Servers []string
 	// CAFile verifies the servers' certificates (--etcd-cafile); CertFile
 	// and KeyFile are the client certificate and its key (--etcd-certfile,
-	// --etcd-keyfile). Only with Servers.
+	// --etcd-keyfile). Only with Servers or ServersOverrides; they apply
+	// to both, as in kube-apiserver.
 	CAFile, CertFile, KeyFile string
+	// ServersOverrides keep some resources in etcd clusters of their own
+	// (kube-apiserver's --etcd-servers-overrides, bound by
+	// AddOverridesFlag): values group/resource#servers, the servers
+	// separated by ";" and the core group empty, for example
+	// "/events#https://10.0.0.5:2379;https://10.0.0.6:2379". The main
+	// etcd may be the embedded one. See ParseEtcdServersOverrides and
+	// Override.
+	ServersOverrides []string
 }
 
 // AddFlags binds the options to --etcd-servers, --etcd-cafile,
@@ -33,20 +44,43 @@ func (o *EtcdOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KeyFile, "etcd-keyfile", o.KeyFile, "Key of --etcd-certfile.")
 }
 
+// AddOverridesFlag binds ServersOverrides to --etcd-servers-overrides,
+// with the current value as default. Commands that open the stored
+// objects (`customapi serve`, `storage rewrite`, `storage migrate`,
+// `backup`) take it.
+func (o *EtcdOptions) AddOverridesFlag(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&o.ServersOverrides, "etcd-servers-overrides", o.ServersOverrides, `Per-resource etcd servers, comma-separated, as kube-apiserver's: group/resource#servers, the servers separated by ";" and the core group empty, e.g. "/events#https://10.0.0.5:2379;https://10.0.0.6:2379,coordination.k8s.io/leases#https://10.0.0.7:2379". The resource's objects are stored there instead of --etcd-servers (or the embedded etcd), with the TLS files of --etcd-cafile, --etcd-certfile and --etcd-keyfile. Only for resources compiled into the server; events.k8s.io events move with /events.`)
+}
+
 // Validate returns every problem, naming the flags: servers that are not
-// URLs or TLS files given by halves (etcd.ClientConfig.Validate), or TLS
-// files without servers.
+// URLs or TLS files given by halves (etcd.ClientConfig.Validate), TLS
+// files without servers or overrides, or --etcd-servers-overrides values
+// that do not parse (ParseEtcdServersOverrides).
 func (o *EtcdOptions) Validate() []error {
+	var errs []error
+	if _, err := o.Overrides(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.External() {
 		if err := o.ClientConfig().Validate(); err != nil {
-			return []error{fmt.Errorf("--etcd-servers: %w", err)}
+			errs = append(errs, fmt.Errorf("--etcd-servers: %w", err))
 		}
-		return nil
+		return errs
 	}
-	if o.CAFile != "" || o.CertFile != "" || o.KeyFile != "" {
-		return []error{errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")}
+	if (o.CAFile != "" || o.CertFile != "" || o.KeyFile != "") && len(o.ServersOverrides) == 0 {
+		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers (or --etcd-servers-overrides)"))
 	}
-	return nil
+	return errs
+}
+
+// Overrides returns the parsed --etcd-servers-overrides, each with the TLS
+// files of --etcd-cafile, --etcd-certfile and --etcd-keyfile (nil without
+// the flag); see ParseEtcdServersOverrides for the errors.
+func (o *EtcdOptions) Overrides() ([]Override, error) {
+	if len(o.ServersOverrides) == 0 {
+		return nil, nil
+	}
+	return ParseEtcdServersOverrides(o.ServersOverrides, etcd.ClientConfig{CAFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile})
 }
 
 // External says whether the options name an external cluster (Servers is
@@ -90,11 +124,12 @@ func NewOptions() Options {
 	return Options{Prefix: DefaultPrefix, MediaType: DefaultMediaType}
 }
 
-// AddFlags binds the options to their flags (EtcdOptions.AddFlags,
-// --etcd-prefix, --storage-media-type), with the current values as
-// defaults.
+// AddFlags binds the options to their flags (EtcdOptions.AddFlags and
+// AddOverridesFlag, --etcd-prefix, --storage-media-type), with the current
+// values as defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Etcd.AddFlags(fs)
+	o.Etcd.AddOverridesFlag(fs)
 	fs.StringVar(&o.Prefix, "etcd-prefix", o.Prefix, "Prefix of every key in etcd: objects are at <prefix>/<group>/<resource>/[<namespace>/]<name>.")
 	fs.StringVar(&o.MediaType, "storage-media-type", o.MediaType, "Encoding of objects in etcd: application/json (readable with etcdctl), application/yaml, application/cbor (smaller, faster to decode), or application/vnd.kubernetes.protobuf (only for types with generated protobuf marshallers).")
 }
@@ -119,10 +154,12 @@ func (o *Options) Validate() []error {
 }
 
 // ApplyTo sets c's Etcd (EtcdOptions.ClientConfig: zero for the embedded
-// etcd, which the caller starts), Prefix and MediaType from the options;
-// c's other fields are left as they are.
+// etcd, which the caller starts), Overrides (EtcdOptions.Overrides; none
+// when they do not parse: Validate reports that), Prefix and MediaType
+// from the options; c's other fields are left as they are.
 func (o *Options) ApplyTo(c *Config) {
 	c.Etcd = o.Etcd.ClientConfig()
+	c.Overrides, _ = o.Etcd.Overrides()
 	c.Prefix = o.Prefix
 	c.MediaType = o.MediaType
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/storage"
@@ -27,6 +28,14 @@ func TestOptionsFlags(t *testing.T) {
 		{"external etcd with TLS",
 			[]string{"--etcd-servers=https://a:2379,https://b:2379", "--etcd-cafile=ca", "--etcd-certfile=c", "--etcd-keyfile=k", "--etcd-prefix=/p", "--storage-media-type=application/cbor"}, "",
 			storage.Config{Etcd: etcd.ClientConfig{Endpoints: []string{"https://a:2379", "https://b:2379"}, CAFile: "ca", CertFile: "c", KeyFile: "k"}, Prefix: "/p", MediaType: runtime.ContentTypeCBOR}},
+		{"overrides, the main etcd embedded, TLS for the overrides",
+			[]string{"--etcd-servers-overrides=/events#https://e1:2379;https://e2:2379,coordination.k8s.io/leases#http://l:2379", "--etcd-cafile=ca", "--etcd-certfile=c", "--etcd-keyfile=k"}, "",
+			storage.Config{Prefix: storage.DefaultPrefix, MediaType: storage.DefaultMediaType, Overrides: []storage.Override{
+				{Resource: schema.GroupResource{Resource: "events"}, Etcd: etcd.ClientConfig{Endpoints: []string{"https://e1:2379", "https://e2:2379"}, CAFile: "ca", CertFile: "c", KeyFile: "k"}},
+				{Resource: schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, Etcd: etcd.ClientConfig{Endpoints: []string{"http://l:2379"}, CAFile: "ca", CertFile: "c", KeyFile: "k"}},
+			}}},
+		{"override without servers", []string{"--etcd-servers-overrides=/events"}, `--etcd-servers-overrides: "/events": must be group/resource#servers`, storage.Config{}},
+		{"override with a bad server", []string{"--etcd-servers=https://a:2379", "--etcd-servers-overrides=/events#e:2379"}, `--etcd-servers-overrides: "/events#e:2379": etcd: endpoint "e:2379" is not an http:// or https:// URL`, storage.Config{}},
 		{"TLS without servers", []string{"--etcd-cafile=ca"}, "--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers", storage.Config{}},
 		{"server not a URL", []string{"--etcd-servers=127.0.0.1:2379"}, "--etcd-servers: ", storage.Config{}},
 		{"empty prefix", []string{"--etcd-prefix="}, "--etcd-prefix must not be empty", storage.Config{}},

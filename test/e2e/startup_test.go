@@ -237,6 +237,23 @@ func TestUnreachableEtcd(t *testing.T) {
 	}
 }
 
+// TestServeRefusesOverrides: serve refuses an --etcd-servers-overrides
+// value naming a resource it does not serve (a custom resource's group,
+// here) before it takes the data dir, which is then not created.
+func TestServeRefusesOverrides(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	res := runCustomapi(t, "serve", "--data-dir", dir, "--secure-port", "0",
+		"--etcd-servers-overrides", "/events#http://127.0.0.1:1,example.com/widgets#http://127.0.0.1:1")
+	const want = `--etcd-servers-overrides: "example.com/widgets": this server serves no resource of group example.com; overrides apply only to resources compiled into the server`
+	if res.exitCode == 0 || !strings.Contains(res.stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want an error containing %q", res.exitCode, res.stderr, want)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the refused serve created %s", dir)
+	}
+}
+
 // versionLine is `customapi version`'s output.
 var versionLine = regexp.MustCompile(`^customapi (\S+)(?: \(commit ([0-9a-f]+)(, modified)?\))?, Kubernetes API 1\.37 \(k8s\.io/apiserver v0\.37\.\d+\)$`)
 

@@ -193,6 +193,8 @@ func TestStorageRewriteRefusals(t *testing.T) {
 		{"no data", []string{"--data-dir", missing}, "holds no embedded etcd"},
 		{"unknown media type", []string{"--data-dir", missing, "--storage-media-type", "text/plain"}, `media type "text/plain" is not supported`},
 		{"unknown resource", []string{"--data-dir", missing, "--resources", "widgets"}, `unknown resource "widgets"`},
+		{"override of a resource not served", []string{"--data-dir", missing, "--etcd-servers-overrides", "example.com/widgets#http://127.0.0.1:1"},
+			`--etcd-servers-overrides: "example.com/widgets": this server serves no resource of group example.com`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runCustomapi(t, append([]string{"storage", "rewrite"}, tc.args...)...)

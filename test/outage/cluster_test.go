@@ -38,7 +38,7 @@ type member struct {
 	log                               *os.File
 }
 
-// cluster is a 3-member etcd cluster on 127.0.0.1, fsync on.
+// cluster is an etcd cluster on 127.0.0.1 (3 members unless said), fsync on.
 type cluster struct {
 	members []*member
 	client  *clientv3.Client // over all members' client URLs
@@ -73,13 +73,16 @@ func freePorts(t *testing.T, n int) []int {
 
 // startCluster starts three members and waits until the cluster serves a
 // linearizable read; cleanup kills what still runs.
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T) *cluster { return startClusterOf(t, 3) }
+
+// startClusterOf is startCluster with n members.
+func startClusterOf(t *testing.T, n int) *cluster {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
-	ports := freePorts(t, 6)
+	ports := freePorts(t, 2*n)
 	c := &cluster{}
 	var initial []string
-	for i := range 3 {
+	for i := range n {
 		m := &member{
 			name:      fmt.Sprintf("m%d", i),
 			dataDir:   filepath.Join(t.TempDir(), "etcd"),

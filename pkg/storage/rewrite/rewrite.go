@@ -66,7 +66,8 @@ type Options struct {
 // of a registry (registry.Registry.RewriteStorage fills it in) and its
 // resources with storage of their own.
 type Target struct {
-	// Etcd is the etcd the values are in.
+	// Etcd is the etcd the values are in (but those of a Resource with an
+	// Etcd of its own).
 	Etcd etcd.ClientConfig
 	// Prefix is the global key prefix; "" means storage.DefaultPrefix.
 	Prefix string
@@ -94,6 +95,9 @@ type Resource struct {
 	// storage.TransformerFor): it tells whether a value is under the
 	// primary encryption key.
 	Transformer value.Transformer
+	// Etcd, when it has endpoints, is the etcd that holds this resource's
+	// keys (its storage.Override); empty: Target.Etcd.
+	Etcd etcd.ClientConfig
 	// StorageVersion is the group and version Storage's codec writes (the
 	// resource.Resource's own GroupVersionKind, or that of the resource it
 	// is stored as): a value whose apiVersion (storage.GroupVersionKindOfValue)
@@ -300,18 +304,40 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	d := storage.Config{Prefix: t.Prefix, MediaType: t.MediaType}.WithDefaults()
 	t.Prefix, t.MediaType = d.Prefix, d.MediaType
 	report := Report{MediaType: t.MediaType}
-	cli, err := t.Etcd.NewClient(ctx)
-	if err != nil {
-		return report, fmt.Errorf("rewrite: %w", err)
+	// One client per etcd: Target.Etcd's, and each override's.
+	clients := map[string]*clientv3.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	clientFor := func(res Resource) (*clientv3.Client, error) {
+		e := t.Etcd
+		if len(res.Etcd.Endpoints) != 0 {
+			e = res.Etcd
+		}
+		k := storage.EtcdKey(e)
+		if c, ok := clients[k]; ok {
+			return c, nil
+		}
+		c, err := e.NewClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		clients[k] = c
+		return c, nil
 	}
-	defer cli.Close()
 	var errs []error
 	failed := 0
 	for _, res := range t.Resources {
+		cli, err := clientFor(res)
+		if err != nil {
+			return report, fmt.Errorf("rewrite %s: %w", res.Resource, err)
+		}
 		rw := &resourceRewriter{target: &t, res: res, cli: cli, versionsOnly: opts.VersionsOnly, progressFn: opts.Progress, report: ResourceReport{
 			Resource: res.Resource, MediaType: t.MediaType, StorageVersion: res.StorageVersion.Version, VersionsOnly: opts.VersionsOnly,
 		}}
-		err := rw.run(ctx, opts)
+		err = rw.run(ctx, opts)
 		report.Resources = append(report.Resources, rw.report)
 		failed += rw.report.Failed
 		errs = append(errs, rw.errs...)

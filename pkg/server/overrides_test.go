@@ -1,0 +1,134 @@
+package server_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/storage"
+)
+
+// TestEtcdServersOverridesFlag is the table of --etcd-servers-overrides
+// values serve refuses (Options.ValidateFor, before the data dir is
+// taken), each error naming the flag and what is wrong, and of those it
+// takes: kube-apiserver's syntax, resources the server serves (RBAC's
+// with RBAC), none stored as another, no CustomResourceDefinitions and no
+// custom resources.
+func TestEtcdServersOverridesFlag(t *testing.T) {
+	const etcdURL = "https://10.0.0.5:2379"
+	withBatteries := append(batteries.Resources(batteries.Options{}), install.Customs)
+	for _, tc := range []struct {
+		name      string
+		values    []string
+		tls       bool // --etcd-cafile, --etcd-certfile, --etcd-keyfile
+		resources []resource.Resource
+		want      []string // substrings of the error; none: valid
+	}{
+		{"core events", []string{"/events#" + etcdURL + ";https://10.0.0.6:2379"}, true, withBatteries, nil},
+		{"two resources, two etcds", []string{"/events#" + etcdURL, "coordination.k8s.io/leases#https://10.0.0.7:2379"}, false, withBatteries, nil},
+		{"a Go type", []string{"test/customs#" + etcdURL}, false, withBatteries, nil},
+		{"RBAC's", []string{"rbac.authorization.k8s.io/roles#" + etcdURL}, false, withBatteries, nil},
+
+		{"no servers", []string{"/events"}, false, withBatteries, []string{`--etcd-servers-overrides: "/events": must be group/resource#servers`}},
+		{"two #", []string{"/events#" + etcdURL + "#x"}, false, withBatteries, []string{"must be group/resource#servers"}},
+		{"no group separator", []string{"events#" + etcdURL}, false, withBatteries, []string{`"events" is not group/resource`}},
+		{"a version", []string{"events.k8s.io/v1/events#" + etcdURL}, false, withBatteries, []string{`"events.k8s.io/v1/events" is not group/resource (a version has no place in it)`}},
+		{"no resource", []string{"test/#" + etcdURL}, false, withBatteries, []string{`"test/#` + etcdURL + `": no resource before "#"`}},
+		{"empty server", []string{"/events#" + etcdURL + ";"}, false, withBatteries, []string{"an empty server"}},
+		{"server not a URL", []string{"/events#10.0.0.5:2379"}, false, withBatteries, []string{`endpoint "10.0.0.5:2379" is not an http:// or https:// URL`}},
+		{"named twice", []string{"/events#" + etcdURL, "/events#https://10.0.0.6:2379"}, false, withBatteries, []string{"/events is overridden twice"}},
+		{"every problem at once", []string{"/events", "events#" + etcdURL}, false, withBatteries, []string{`"/events": must be`, `"events" is not group/resource`}},
+
+		{"unknown group", []string{"example.com/widgets#" + etcdURL}, false, withBatteries,
+			[]string{`--etcd-servers-overrides: "example.com/widgets": this server serves no resource of group example.com; overrides apply only to resources compiled into the server (custom resources of CustomResourceDefinitions always stay on the main etcd)`}},
+		{"unknown resource of a served group", []string{"test/widgets#" + etcdURL}, false, withBatteries, []string{`"test/widgets": this server serves no resource widgets in group test (it serves customs there)`}},
+		{"core group spelled out", []string{"core/events#" + etcdURL}, false, withBatteries, []string{`"core/events": the core group is written empty: "/events"`}},
+		{"wrong group", []string{"/leases#" + etcdURL}, false, withBatteries, []string{`"/leases": no resource leases is served in the core group; did you mean "coordination.k8s.io/leases"?`}},
+		{"stored as another", []string{"events.k8s.io/events#" + etcdURL}, false, withBatteries, []string{`"events.k8s.io/events": events.events.k8s.io is stored as events (core group) and moves with it: override "/events" instead, which moves both`}},
+		{"CustomResourceDefinitions", []string{"apiextensions.k8s.io/customresourcedefinitions#" + etcdURL}, false, withBatteries, []string{`"apiextensions.k8s.io/customresourcedefinitions": CustomResourceDefinitions stay on the main etcd`}},
+		{"a battery not served", []string{"/events#" + etcdURL}, false, []resource.Resource{install.Customs}, []string{`"/events": this server serves no resource of the core group`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := server.NewOptions()
+			o.Authorization.Mode = server.AuthorizationRBAC
+			o.DataDir = filepath.Join(t.TempDir(), "data")
+			o.Storage.Etcd.ServersOverrides = tc.values
+			if tc.tls {
+				o.Storage.Etcd.CAFile, o.Storage.Etcd.CertFile, o.Storage.Etcd.KeyFile = "ca.crt", "client.crt", "client.key"
+			}
+			err := o.ValidateFor(tc.resources...)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("ValidateFor: %v", err)
+				}
+				overrides, err := o.Storage.Etcd.Overrides()
+				if err != nil || len(overrides) != len(tc.values) {
+					t.Fatalf("Overrides() = %+v, %v", overrides, err)
+				}
+				if tc.tls && (overrides[0].Etcd.CAFile != "ca.crt" || overrides[0].Etcd.CertFile != "client.crt" || overrides[0].Etcd.KeyFile != "client.key") {
+					t.Errorf("the override's TLS files are not --etcd-cafile's, --etcd-certfile's and --etcd-keyfile's: %+v", overrides[0].Etcd)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("ValidateFor accepted it")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ValidateFor: %v\nwant it to contain %q", err, w)
+				}
+			}
+			if _, statErr := os.Stat(o.DataDir); statErr == nil {
+				t.Errorf("the refused flag created the data dir")
+			}
+		})
+	}
+}
+
+// TestEtcdServersOverridesRecord: the commands that work on the stored
+// objects without the server refuse, naming the flag and the value to
+// pass, to leave out the resources the data dir's server recorded as kept
+// on etcds of their own, and refuse overrides it did not record; the same
+// overrides (by other URLs too) pass.
+func TestEtcdServersOverridesRecord(t *testing.T) {
+	dir := t.TempDir()
+	record := `{"overrides":[{"resource":"/events","servers":["https://10.0.0.5:2379"],"resources":["events","events.events.k8s.io"]}]}`
+	if err := os.WriteFile(filepath.Join(dir, server.EtcdOverridesFile), []byte(record), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(values ...string) []storage.Override {
+		t.Helper()
+		o, err := storage.ParseEtcdServersOverrides(values, etcd.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name      string
+		overrides []storage.Override
+		want      string // "" for none
+	}{
+		{"the same", parse("/events#https://10.0.0.5:2379"), ""},
+		{"the same etcd by another URL", parse("/events#https://etcd-events.example.com:2379"), ""},
+		{"none", nil, `backup: the server on data dir ` + dir + ` stores events, events.events.k8s.io on etcd https://10.0.0.5:2379 (--etcd-servers-overrides, recorded in ` + filepath.Join(dir, server.EtcdOverridesFile) + `): pass --etcd-servers-overrides=/events#https://10.0.0.5:2379 too, or those objects are left out`},
+		{"another", parse("coordination.k8s.io/leases#https://10.0.0.7:2379"), "pass --etcd-servers-overrides=/events#https://10.0.0.5:2379 too"},
+		{"one more", parse("/events#https://10.0.0.5:2379", "coordination.k8s.io/leases#https://10.0.0.7:2379"), `--etcd-servers-overrides names "coordination.k8s.io/leases", which the server on data dir`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := server.CheckEtcdOverrides(dir, tc.overrides, "backup")
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("CheckEtcdOverrides: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := server.CheckEtcdOverrides(t.TempDir(), parse("/events#https://10.0.0.5:2379"), "backup"); err != nil {
+		t.Errorf("a data dir without a record: %v", err)
+	}
+}
