@@ -126,6 +126,8 @@ zero or not applicable. With --quick the figures mean nothing.`,
 	f.Var(newWordsValue(&scale.ServerCommand), "scale-server-command", "Scale benchmark: measure this server instead of customapi serve (its command line, split on spaces; the process must be the server), storing in --scale-etcd-servers and reached with --scale-kubeconfig, the samples resource served (hack/scale-peer.sh runs kube-apiserver this way).")
 	f.StringVar(&scale.ServerKubeconfig, "scale-kubeconfig", "", "Scale benchmark: the kubeconfig of --scale-server-command's server (an admin allowed everything).")
 	f.StringSliceVar(&scale.EtcdServers, "scale-etcd-servers", nil, "Scale benchmark: the etcd (plain HTTP client URLs) of --scale-server-command's server, written into directly.")
+	f.IntVar(&scale.Churn, "scale-churn", 0, "Scale benchmark: after measuring, rewrite every sample this many times straight into etcd while the server runs (its compactor on), recording etcd's database size after each pass, then restart the server and record it again.")
+	f.IntVar(&scale.ChurnRate, "scale-churn-rate", 5000, "Scale benchmark: the most writes a second of --scale-churn (0: as fast as etcd takes them).")
 	f.StringVar(&scale.CPUProfileDir, "scale-cpuprofile", "", "Scale benchmark: directory for a CPU profile of serve's first start on each size, start to stop (start-N.pprof).")
 	return cmd
 }

@@ -81,6 +81,15 @@ type ScaleConfig struct {
 	// HTTP), written into directly; empty: the embedded etcd, or the
 	// bench's own with ExternalEtcd. Required with ServerCommand.
 	EtcdServers []string
+	// Churn, when above 0, rewrites every sample that many times once
+	// the rest is measured, straight into etcd while the server runs (its
+	// watch cache follows; its compactor compacts), at most ChurnRate
+	// writes a second (0: as fast as etcd takes them), recording etcd's
+	// database size after each pass; then the server is restarted (the
+	// embedded etcd defragments at start when that frees enough) and the
+	// size and ready time recorded again.
+	Churn     int
+	ChurnRate int
 	// CPUProfileDir, when set, receives a CPU profile of the first start
 	// of each size, from process start until the server is stopped right
 	// after it was ready (start-N.pprof; the binary must honour
@@ -148,6 +157,18 @@ type ScaleResult struct {
 	WatchEventP50        time.Duration `json:"watchEventP50"`
 	WatchEventP99        time.Duration `json:"watchEventP99"`
 	RSSEnd               memory        `json:"rssEnd"`
+	// Churn: etcd's database size (file, in use) after each pass, how
+	// long the passes took, and after the restart that follows them.
+	ChurnDB          []dbSize      `json:"churnDB,omitempty"`
+	ChurnTime        time.Duration `json:"churnTime,omitempty"`
+	ChurnRestart     time.Duration `json:"churnRestart,omitempty"`
+	ChurnRestartDB   dbSize        `json:"churnRestartDB,omitzero"`
+	ChurnRSSPeak     int64         `json:"churnRSSPeak,omitempty"`
+}
+
+// dbSize is etcd's database size: the file, and the part in use.
+type dbSize struct {
+	File, InUse int64
 }
 
 // memory is a process's resident set: total, anonymous and file-backed,
@@ -245,6 +266,13 @@ type scaleTemplate struct {
 	name, uid string
 }
 
+// valueOf is the stored value of sample i: the template's bytes with i's
+// name and uid (of the same lengths).
+func (t *scaleTemplate) valueOf(i int) []byte {
+	v := bytes.Replace(t.value, []byte(t.name), []byte(scaleName(i)), 1)
+	return bytes.Replace(v, []byte(t.uid), []byte(scaleUID(i)), 1)
+}
+
 func (s *scaleRun) progressf(format string, args ...any) {
 	if s.cfg.Progress != nil {
 		fmt.Fprintf(s.cfg.Progress, format+"\n", args...)
@@ -305,13 +333,79 @@ func (s *scaleRun) size(ctx context.Context, n int) (ScaleResult, error) {
 	if err := s.measure(ctx, srv, &r); err != nil {
 		return r, err
 	}
-	if cli, err := s.etcdClient(ctx); err == nil {
-		if st, err := cli.Status(ctx, cli.Endpoints()[0]); err == nil {
-			r.DBSize, r.DBInUse = st.DbSize, st.DbSizeInUse
+	db := s.dbSize(ctx)
+	r.DBSize, r.DBInUse = db.File, db.InUse
+	if s.cfg.Churn > 0 {
+		if err := s.churn(ctx, n, srv, &r); err != nil {
+			return r, fmt.Errorf("churn: %w", err)
 		}
-		_ = cli.Close()
+		err := srv.stop()
+		srv = nil
+		if err != nil {
+			return r, fmt.Errorf("stop serve: %w", err)
+		}
+		if srv, err = s.startServe(ctx, ""); err != nil {
+			return r, err
+		}
+		r.ChurnRestart = srv.ready
+		r.ChurnRestartDB = s.dbSize(ctx)
+		s.progressf("%d objects: after the churn, ready in %s, etcd db %d MB (%d MB in use)", n, srv.ready.Round(time.Millisecond), r.ChurnRestartDB.File>>20, r.ChurnRestartDB.InUse>>20)
 	}
 	return r, nil
+}
+
+// dbSize asks etcd for its database size; zero when it cannot.
+func (s *scaleRun) dbSize(ctx context.Context) dbSize {
+	cli, err := s.etcdClient(ctx)
+	if err != nil {
+		return dbSize{}
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, cli.Endpoints()[0])
+	if err != nil {
+		return dbSize{}
+	}
+	return dbSize{File: st.DbSize, InUse: st.DbSizeInUse}
+}
+
+// churn rewrites samples 0..n-1 cfg.Churn times into etcd (the stored
+// bytes, again) while srv runs, recording the database size after each
+// pass and the server's largest RSS.
+func (s *scaleRun) churn(ctx context.Context, n int, srv *scaleServer, r *ScaleResult) error {
+	cli, err := s.etcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	t := s.template
+	start := time.Now()
+	const batch = 100
+	for pass := 1; pass <= s.cfg.Churn; pass++ {
+		passStart := time.Now()
+		for from := 0; from < n; from += batch {
+			to := min(from+batch, n)
+			ops := make([]clientv3.Op, 0, to-from)
+			for i := from; i < to; i++ {
+				ops = append(ops, clientv3.OpPut(t.prefix+scaleName(i), string(t.valueOf(i))))
+			}
+			if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+				return err
+			}
+			if s.cfg.ChurnRate > 0 {
+				if ahead := time.Duration(to)*time.Second/time.Duration(s.cfg.ChurnRate) - time.Since(passStart); ahead > 0 {
+					time.Sleep(ahead)
+				}
+			}
+			if m := srv.memory(); m.RSS > r.ChurnRSSPeak {
+				r.ChurnRSSPeak = m.RSS
+			}
+		}
+		db := s.dbSize(ctx)
+		r.ChurnDB = append(r.ChurnDB, db)
+		s.progressf("%d objects: churn pass %d in %s, etcd db %d MB (%d MB in use), RSS %d MB", n, pass, time.Since(passStart).Round(time.Second), db.File>>20, db.InUse>>20, srv.memory().RSS>>20)
+	}
+	r.ChurnTime = time.Since(start)
+	return nil
 }
 
 // serveArgs are serve's flags for the run.
@@ -450,9 +544,7 @@ func (s *scaleRun) load(ctx context.Context, n int, r *ScaleResult) error {
 				to := min(from+batch, n)
 				ops := make([]clientv3.Op, 0, to-from)
 				for i := from; i < to; i++ {
-					v := bytes.Replace(t.value, []byte(t.name), []byte(scaleName(i)), 1)
-					v = bytes.Replace(v, []byte(t.uid), []byte(scaleUID(i)), 1)
-					ops = append(ops, clientv3.OpPut(t.prefix+scaleName(i), string(v)))
+					ops = append(ops, clientv3.OpPut(t.prefix+scaleName(i), string(t.valueOf(i))))
 				}
 				if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 					errs <- err
@@ -811,6 +903,24 @@ func WriteScaleTable(w io.Writer, results []ScaleResult) error {
 			return ms(r.WatchOpen) + "; " + ms(r.WatchEventP50) + " / " + ms(r.WatchEventP99)
 		}},
 		{"RSS at the end (peak)", func(r ScaleResult) string { return rss(r.RSSEnd) + " (" + mb(r.RSSEnd.Peak) + ")" }},
+	}
+	if results[0].ChurnTime > 0 {
+		rows = append(rows, []struct {
+			name string
+			f    func(r ScaleResult) string
+		}{
+			{"churn: etcd db after each pass (in use)", func(r ScaleResult) string {
+				var parts []string
+				for _, d := range r.ChurnDB {
+					parts = append(parts, fmt.Sprintf("%d (%d)", d.File>>20, d.InUse>>20))
+				}
+				return strings.Join(parts, ", ") + " MB"
+			}},
+			{"churn: passes took; server RSS peak", func(r ScaleResult) string { return ms(r.ChurnTime) + "; " + mb(r.ChurnRSSPeak) }},
+			{"restart after churn: ready; etcd db (in use)", func(r ScaleResult) string {
+				return ms(r.ChurnRestart) + "; " + mb(r.ChurnRestartDB.File) + " (" + mb(r.ChurnRestartDB.InUse) + ")"
+			}},
+		}...)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range rows {
