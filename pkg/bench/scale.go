@@ -159,11 +159,11 @@ type ScaleResult struct {
 	RSSEnd               memory        `json:"rssEnd"`
 	// Churn: etcd's database size (file, in use) after each pass, how
 	// long the passes took, and after the restart that follows them.
-	ChurnDB          []dbSize      `json:"churnDB,omitempty"`
-	ChurnTime        time.Duration `json:"churnTime,omitempty"`
-	ChurnRestart     time.Duration `json:"churnRestart,omitempty"`
-	ChurnRestartDB   dbSize        `json:"churnRestartDB,omitzero"`
-	ChurnRSSPeak     int64         `json:"churnRSSPeak,omitempty"`
+	ChurnDB        []dbSize      `json:"churnDB,omitempty"`
+	ChurnTime      time.Duration `json:"churnTime,omitempty"`
+	ChurnRestart   time.Duration `json:"churnRestart,omitempty"`
+	ChurnRestartDB dbSize        `json:"churnRestartDB,omitzero"`
+	ChurnRSSPeak   int64         `json:"churnRSSPeak,omitempty"`
 }
 
 // dbSize is etcd's database size: the file, and the part in use.
