@@ -21,6 +21,7 @@ import (
 func newServeCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
+	opts.CommandName = cfg.Name // messages name its commands (etcd defrag)
 	// The command's default is RBAC, where the library's is AlwaysAllow.
 	opts.Authorization.Mode = server.AuthorizationRBAC
 	// And it serves CustomResourceDefinitions beside the Go types.

@@ -23,11 +23,25 @@ import (
 //     the replica out of load balancing meanwhile.
 //
 // The check is /readyz/etcd in both modes.
+//
+// It also adds etcdAlarmsCheck, etcd's alarms (a full quota: NOSPACE), to
+// /readyz only, with either etcd: a replica whose writes all fail should
+// leave load balancing, but a restart cannot make room in etcd (the alarm
+// outlives it), so /livez stays green.
 func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
 	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
 	if !s.config.Options.Storage.Etcd.External() {
 		gc.AddHealthChecks(check)
-		return
+	} else {
+		gc.AddReadyzChecks(check)
 	}
-	gc.AddReadyzChecks(check)
+	gc.AddReadyzChecks(healthz.NamedCheck(etcdAlarmsCheck, func(*http.Request) error { return s.registry.CheckEtcdAlarms() }))
 }
+
+// etcdAlarmsCheck is the /readyz check of etcd's alarms
+// (registry.Registry.CheckEtcdAlarms, read every
+// Options.EtcdAlarmPollPeriod): red while etcd has an alarm raised, its
+// message naming the alarm and, for NOSPACE, the quota and the recovery
+// command (/readyz/etcd-alarms). ReadyNotify leaves it out: a server that
+// starts on a full etcd serves (read-only) and says so.
+const etcdAlarmsCheck = "etcd-alarms"

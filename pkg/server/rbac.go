@@ -5,11 +5,13 @@ import (
 	"fmt"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // builtinGroups are the groups whose admin/edit/view rules come from the
@@ -45,9 +47,16 @@ func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResourc
 // system:masters, asServer), so their writes are audited under that name
 // as kube-apiserver's bootstrap writes are, not as a request without a
 // user.
+//
+// When etcd refuses the creates because its quota is full (NOSPACE), the
+// start goes on read-only: the missing objects are logged, and the next
+// start creates them once space is reclaimed.
 func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
 	if err := s.rbac.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
-		return fmt.Errorf("server: %w", err)
+		if !storage.IsNoSpace(err) {
+			return fmt.Errorf("server: %w", err)
+		}
+		klog.ErrorS(err, "etcd's database is full (NOSPACE): bootstrap RBAC objects were not created; the next start creates them once space is reclaimed")
 	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
 		go func(ctx context.Context) { _ = s.rbac.RunCache(asServer(ctx)) }(hc)

@@ -50,8 +50,12 @@ type Config struct {
 	// DisableWatchCache serves every read from etcd instead of from the
 	// watch cache (kube-apiserver's --watch-cache=false).
 	DisableWatchCache bool
-	// CompactionInterval is how often old revisions are compacted; 0 means
-	// DefaultCompactionInterval and a negative value disables compaction.
+	// CompactionInterval is how often old revisions are compacted, by
+	// k8s.io/apiserver's compactor (kube-apiserver's
+	// --etcd-compaction-interval; each run compacts the revisions older
+	// than the previous run, so between one and two intervals of history
+	// are kept); 0 means DefaultCompactionInterval and a negative value
+	// disables compaction.
 	CompactionInterval time.Duration
 	// WriteTimeout bounds each create, update and delete in etcd; 0 means
 	// DefaultWriteTimeout (8 s) and a negative value means no bound (the
@@ -95,6 +99,14 @@ type Config struct {
 	// such deletes never finish. false: every delete is immediate, its
 	// dependents untouched.
 	EnableGarbageCollection bool
+	// Alarms, when set, follows etcd's alarms: every store's write that
+	// etcd refuses because its database reached its space quota
+	// (NOSPACE) is answered with Alarms.NoSpaceError (503
+	// ServiceUnavailable naming the quota and the recovery command; the
+	// Status without them when nil) and makes Alarms read etcd's alarms
+	// at once. registry.Open creates one when nil, runs it on the
+	// registry's etcd until Close, and reports it (Registry.EtcdAlarms).
+	Alarms *AlarmMonitor
 	// CountPollPeriod is how often ObjectCounts is told the counts
 	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
 	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
@@ -197,6 +209,7 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		counts:       c.ObjectCounts,
 		countPeriod:  effectiveTimeout(c.CountPollPeriod, DefaultCountPollPeriod),
 		gc:           c.EnableGarbageCollection,
+		alarms:       c.Alarms,
 	}, nil
 }
 
@@ -222,7 +235,8 @@ type restOptionsGetter struct {
 	transformers              value.ResourceTransformers                   // nil: none
 	counts                    flowcontrolrequest.StorageObjectCountTracker // nil: no polling
 	countPeriod               time.Duration
-	gc                        bool // Config.EnableGarbageCollection
+	gc                        bool          // Config.EnableGarbageCollection
+	alarms                    *AlarmMonitor // Config.Alarms; nil: none
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -318,7 +332,9 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, codec runt
 	}
 	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),
-		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface { return &statusErrorStorage{Interface: s} }),
+		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface {
+			return &statusErrorStorage{Interface: s, alarms: g.alarms}
+		}),
 			func(s storage.Interface) storage.Interface {
 				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout}
 			}),
