@@ -166,7 +166,11 @@ type Registry struct {
 // objects stored in a version the declaration no longer declares (the
 // stored versions record, storedversions.go: the error names the version
 // and `customapi storage migrate`), an OnOpen hook's error, or ctx ending
-// first (the error wraps ctx.Err()). A kind with Versions gets one store
+// first (the error wraps ctx.Err()). On an etcd whose quota is full
+// (NOSPACE) it opens read-only rather than failing: a stored versions
+// record it cannot write is logged and written once the alarm is cleared
+// (see EtcdAlarms), and OnOpen hooks are expected to do the same with
+// their writes (storage.IsNoSpace). A kind with Versions gets one store
 // in its storage version and a store per other served version (Store of
 // that version's GroupVersionResource, version.go). On
 // error everything already started is released before Open returns (a
