@@ -96,6 +96,10 @@ first client URL.`,
 			}
 			for _, m := range rep.Members {
 				fmt.Fprintln(out, m)
+				if err == nil && m.Quota > 0 && m.After.Size > m.Quota/10*9 {
+					fmt.Fprintf(stderr, "warning: the database of member %s is still %.0f%% of its quota: the alarm will be raised again soon; delete objects that are not needed or raise the quota (--quota-backend-bytes)\n",
+						m.Name, 100*float64(m.After.Size)/float64(m.Quota))
+				}
 			}
 			for _, a := range rep.Disarmed {
 				fmt.Fprintf(out, "disarmed %s\n", a)

@@ -282,8 +282,16 @@ func (m *AlarmMonitor) Check() error {
 // NoSpaceError returns the Status of a write that etcd refused for space:
 // 503 ServiceUnavailable, cause NoSpaceCause, a message naming the quota
 // and the way out. A nil monitor words it without them.
+//
+// The message also says to read before retrying: etcd checks the quota
+// before it proposes a write and again when it applies it, and a write
+// that passed the first check but finds the quota full when applied is
+// applied and then answered NOSPACE (etcd's quotaApplierV3). That can
+// happen to the writes in flight when the quota fills; once the alarm is
+// raised, etcd refuses writes without applying them.
 func (m *AlarmMonitor) NoSpaceError() error {
-	return noSpaceStatus("etcd refused the write: " + m.noSpaceMessage())
+	return noSpaceStatus("etcd refused the write: " + m.noSpaceMessage() +
+		". A write in flight when the quota filled may have been applied all the same (etcd applies it, then answers NOSPACE): read the object before retrying")
 }
 
 // noSpaceMessage says what a full quota means and how to get out of it.

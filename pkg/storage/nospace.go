@@ -65,7 +65,10 @@ func IsNoSpace(err error) bool {
 // the client its object is too large, 422 that it is invalid), and nothing
 // the client can change makes it succeed; writes are unavailable until an
 // operator reclaims space, while reads keep working, which is what 503
-// means. It carries no Retry-After: client-go and kubectl retry a 503 only
+// means. (Not 504 Timeout, "may or may not have been applied", although
+// the few writes in flight when the quota fills may have been: every write
+// after them is refused unapplied, and the message says to read before
+// retrying.) It carries no Retry-After: client-go and kubectl retry a 503 only
 // with one, and a retry seconds later would fail the same way, so they
 // report it at once. (HTTP's 507 Insufficient Storage has no Kubernetes
 // reason; clients would not recognise it.)

@@ -69,7 +69,7 @@ func TestMapEtcdError(t *testing.T) {
 			if st.Status().Reason != metav1.StatusReasonServiceUnavailable {
 				t.Errorf("reason %s, want ServiceUnavailable", st.Status().Reason)
 			}
-			for _, want := range []string{"64 MiB (--quota-backend-bytes)", "NOSPACE", "`customapi etcd defrag --data-dir /d`", "deletes still work", "restart with a larger --quota-backend-bytes"} {
+			for _, want := range []string{"64 MiB (--quota-backend-bytes)", "NOSPACE", "`customapi etcd defrag --data-dir /d`", "deletes still work", "restart with a larger --quota-backend-bytes", "read the object before retrying"} {
 				if !strings.Contains(got.Error(), want) {
 					t.Errorf("message %q lacks %q", got.Error(), want)
 				}

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +18,11 @@ import (
 // smallQuota is the quota of the etcds these tests fill: 16 MiB.
 const smallQuota = 16 << 20
 
-// startSmallEtcd starts an etcd of the test's own with a 16 MiB quota.
-func startSmallEtcd(t *testing.T) *clientv3.Client {
+// startEtcd starts an etcd of the test's own on dir with quota, and a
+// client of it; the test's cleanup closes them.
+func startEtcd(t *testing.T, dir string, quota int64) (*etcd.Embedded, *clientv3.Client) {
 	t.Helper()
-	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true, QuotaBackendBytes: smallQuota})
+	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: dir, UnsafeNoFsync: true, QuotaBackendBytes: quota})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func startSmallEtcd(t *testing.T) *clientv3.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	return cli
+	return e, cli
 }
 
 // TestReclaimSpace: ReclaimSpace compacts at the current revision (recorded
@@ -47,16 +49,37 @@ func TestReclaimSpace(t *testing.T) {
 		liveFull bool // the live data fills the quota
 	}{
 		{"history fills the quota", 4, false},
-		{"live data fills the quota", 1000, true},
+		// 20 MiB written under a 32 MiB quota, then etcd restarted
+		// with 16 MiB: its next write raises NOSPACE.
+		{"live data fills the quota", 80, true},
 		{"no alarm", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			cli := startSmallEtcd(t)
+			_, cli := startEtcd(t, t.TempDir(), smallQuota)
 			monitor := storage.NewAlarmMonitor(storage.AlarmMonitorConfig{QuotaBackendBytes: smallQuota, Embedded: true, Recovery: "customapi etcd defrag --data-dir d"})
 			var written int
 			if tc.keys != 0 {
-				written = customapitest.FillToNoSpace(t, cli, "/k", tc.keys)
+				if tc.liveFull {
+					bigDir := t.TempDir()
+					e, big := startEtcd(t, bigDir, 2*smallQuota)
+					value := strings.Repeat("x", 256<<10)
+					for i := range tc.keys {
+						if _, err := big.Put(ctx, fmt.Sprintf("/k/%04d", i), value); err != nil {
+							t.Fatal(err)
+						}
+					}
+					_ = big.Close()
+					e.Close()
+					// The same data, the smaller quota.
+					_, cli = startEtcd(t, bigDir, smallQuota)
+					if _, err := cli.Put(ctx, "/k/more", "v"); !storage.IsNoSpace(err) {
+						t.Fatalf("a put with 20 MiB of data under a 16 MiB quota: %v, want NOSPACE", err)
+					}
+					written = tc.keys
+				} else {
+					written = customapitest.FillToNoSpace(t, cli, "/k", tc.keys)
+				}
 				if err := monitor.Poll(ctx, cli); err != nil {
 					t.Fatal(err)
 				}
