@@ -72,14 +72,6 @@ func get(t *testing.T, s *customapitest.Server, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// waitFor polls cond every 50 ms for up to 30 s.
-func waitFor(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // checkNoSpaceStatus fails the test unless err is the Status of a write
 // refused for space: 503 ServiceUnavailable, cause EtcdNoSpace, a message
 // naming the quota and the recovery command on dataDir.
@@ -273,10 +265,12 @@ func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 		if noSpace {
 			want = http.StatusInternalServerError
 		}
-		waitFor(t, fmt.Sprintf("/readyz %d", want), func(context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 			code, _ := get(t, s, "/readyz")
 			return code == want, nil
-		})
+		}); err != nil {
+			t.Fatalf("waiting for /readyz %d: %v", want, err)
+		}
 		code, body := get(t, s, "/readyz/etcd-alarms")
 		if code != want || noSpace && (!strings.Contains(body, "etcd alarm NOSPACE on member") || !strings.Contains(body, "customapi etcd defrag --data-dir "+dataDir)) {
 			t.Fatalf("/readyz/etcd-alarms: %d %q", code, body)
@@ -367,10 +361,12 @@ func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	waitFor(t, "the stored versions record", func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		resp, err := raw.Get(ctx, recordKey)
 		return err == nil && len(resp.Kvs) == 1, nil
-	})
+	}); err != nil {
+		t.Fatalf("waiting for the stored versions record: %v", err)
+	}
 }
 
 // TestEtcdDefragCommand: `etcd defrag` on a stopped data dir (it starts the
