@@ -172,39 +172,18 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 }
 
 // embeddedSnapshot snapshots the embedded etcd of dataDir into path: the
-// running server's, or one Backup starts under the data dir's lock.
+// running server's, or one started under the data dir's lock
+// (server.OpenEmbeddedEtcd).
 func embeddedSnapshot(ctx context.Context, dataDir, path string, progress *Progress) (SnapshotInfo, error) {
-	etcdDir := server.EmbeddedEtcdDir(dataDir)
-	if _, err := os.Stat(filepath.Join(etcdDir, "member")); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return SnapshotInfo{}, fmt.Errorf("data dir %s holds no embedded etcd data (%s does not exist): if the server stores in an external etcd, name it (--etcd-servers)", dataDir, filepath.Join(etcdDir, "member"))
-		}
+	cfg, started, release, err := server.OpenEmbeddedEtcd(ctx, dataDir, etcd.EmbeddedConfig{})
+	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	release, err := server.LockDataDir(dataDir)
-	var inUse *server.DataDirInUseError
-	switch {
-	case err == nil:
-		defer release()
-		progress.note("backup: no server runs on %s: starting its embedded etcd for the snapshot", dataDir)
-		e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: etcdDir})
-		if err != nil {
-			return SnapshotInfo{}, err
-		}
-		defer e.Close()
-		return SaveSnapshot(ctx, e.ClientConfig(), path, progress)
-	case errors.As(err, &inUse):
-		cfg, err := etcd.RunningEmbedded(etcdDir)
-		if errors.Is(err, etcd.ErrNotRunning) {
-			return SnapshotInfo{}, fmt.Errorf("a server runs on data dir %s (pid %d) but its embedded etcd is not reachable: it is still starting (try again), or it stores in an external etcd (name it with --etcd-servers): %w", dataDir, inUse.PID, err)
-		}
-		if err != nil {
-			return SnapshotInfo{}, err
-		}
-		return SaveSnapshot(ctx, cfg, path, progress)
-	default:
-		return SnapshotInfo{}, err
+	defer release()
+	if started {
+		progress.note("backup: no server runs on %s: started its embedded etcd for the snapshot", dataDir)
 	}
+	return SaveSnapshot(ctx, cfg, path, progress)
 }
 
 // overrideNames returns grs as --etcd-servers-overrides writes them.

@@ -17,10 +17,12 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/util/dryrun"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/controllers/namespace"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // namespacesGR is the group resource of namespaces, for errors.
@@ -131,18 +133,32 @@ func (l *namespaceLifecycle) get(ctx context.Context, name, rv string) (*corev1.
 
 // bootstrap creates DefaultNamespaces that do not exist yet, as the
 // registry's owner (no user, field manager namespace.FieldManager), so
-// every Open is idempotent.
+// every Open is idempotent. When etcd refuses the creates because its
+// quota is full (NOSPACE: every create is refused then, also of a name
+// that exists), the start goes on read-only: those that exist are fine,
+// and the missing ones are logged, to be created by the next start once
+// space is reclaimed.
 func (l *namespaceLifecycle) bootstrap(ctx context.Context) error {
 	var errs []error
+	var missing []string
 	for _, name := range defaultNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := l.namespaces.Create(clusterContext(ctx), registry.Caller{DefaultManager: namespace.FieldManager}, ns, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+		case storage.IsNoSpace(err):
+			if _, gerr := l.get(clusterContext(ctx), name, ""); gerr != nil {
+				missing = append(missing, name)
+			}
+		default:
 			errs = append(errs, fmt.Errorf("namespace %s: %w", name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)
+	}
+	if len(missing) != 0 {
+		klog.ErrorS(nil, "etcd's database is full (NOSPACE): default namespaces were not created; the next start creates them once space is reclaimed", "namespaces", missing)
 	}
 	return nil
 }

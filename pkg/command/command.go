@@ -119,7 +119,7 @@ func (c Config) selectResources(names []string) ([]resource.Resource, error) {
 }
 
 // NewRootCommand returns the command tree for cfg: serve, backup, restore,
-// storage rewrite, kubeconfig and version as subcommands of a root named cfg.Name. Errors
+// storage rewrite and migrate, etcd defrag, kubeconfig and version as subcommands of a root named cfg.Name. Errors
 // are returned by Execute, not printed (SilenceErrors); Main prints them.
 // A program may add commands of its own before executing it. It fails on
 // an invalid Config (no name, no resources, repeated plurals, defaults
@@ -138,7 +138,7 @@ func NewRootCommand(cfg Config) (*cobra.Command, error) {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
+	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newEtcdCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
 	return root, nil
 }
 

@@ -12,7 +12,8 @@ import (
 )
 
 // TestStorageFlagsAreServes: `storage rewrite` takes serve's flags of where
-// and how objects are stored, and `backup` serve's etcd flags, with serve's
+// and how objects are stored, `backup` serve's etcd flags and `etcd
+// defrag` those and the embedded etcd's, with serve's
 // names, defaults and help (one definition: server.Options.AddStorageFlags
 // and storage.EtcdOptions.AddFlags), besides flags of their own.
 func TestStorageFlagsAreServes(t *testing.T) {
@@ -35,11 +36,14 @@ func TestStorageFlagsAreServes(t *testing.T) {
 		own  []string // and its own
 	}{
 		{[]string{"storage", "rewrite"},
-			[]string{"data-dir", "encryption-provider-config", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-prefix", "etcd-servers", "etcd-servers-overrides", "secrets-encryption", "storage-media-type"},
+			[]string{"bootstrap-defrag-threshold-megabytes", "data-dir", "encryption-provider-config", "etcd-cafile", "etcd-certfile", "etcd-compaction-interval", "etcd-keyfile", "etcd-prefix", "etcd-servers", "etcd-servers-overrides", "quota-backend-bytes", "secrets-encryption", "storage-media-type"},
 			[]string{"batteries", "help", "resources", "workers"}},
 		{[]string{"backup"},
 			[]string{"etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-servers", "etcd-servers-overrides"},
 			[]string{"data-dir", "help", "output"}},
+		{[]string{"etcd", "defrag"},
+			[]string{"bootstrap-defrag-threshold-megabytes", "etcd-cafile", "etcd-certfile", "etcd-keyfile", "etcd-servers", "quota-backend-bytes"},
+			[]string{"data-dir", "help"}},
 	} {
 		var got []string
 		find(tc.args...).VisitAll(func(f *pflag.Flag) {

@@ -24,6 +24,7 @@ import (
 func newServeCommand(cfg Config) *cobra.Command {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
+	opts.CommandName = cfg.Name // messages name its commands (etcd defrag)
 	// The command's default is RBAC, where the library's is AlwaysAllow.
 	opts.Authorization.Mode = server.AuthorizationRBAC
 	// And it serves CustomResourceDefinitions beside the Go types.
@@ -54,6 +55,11 @@ customapi:cluster-admins, bound to cluster-admin and subject to the in-flight
 limits; super-admin.kubeconfig (system:masters) is the break-glass
 credential, to keep offline. Mint other users with
 '` + cfg.Name + ` kubeconfig --user NAME --group GROUP' and bind them roles.
+
+The embedded etcd's database may grow to --quota-backend-bytes (8Gi); its
+history is compacted every --etcd-compaction-interval (5m). When the quota is
+full, etcd refuses writes (503, naming the quota; reads, watches and deletes
+work) and /readyz is red until '` + cfg.Name + ` etcd defrag' reclaims the space.
 
 One process owns a data dir: a second serve on it fails at once naming the
 owner's pid. SIGINT or SIGTERM stops the server, also during start-up; a

@@ -40,6 +40,7 @@ type storageRun struct {
 func newStorageRun(cfg Config, versionsOnly bool) *storageRun {
 	opts := server.NewOptions()
 	opts.DataDir = cfg.dataDir()
+	opts.CommandName = cfg.Name
 	opts.WatchCache = false // nothing is served: read etcd directly
 	// serve's default: the RBAC objects are stored, and rewritten, too.
 	opts.Authorization.Mode = server.AuthorizationRBAC

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // EnvEtcdServers names the environment variable that points tests at an
@@ -123,7 +124,7 @@ func Compact(tb testing.TB, cfg etcd.ClientConfig, rv string) {
 		tb.Fatal(err)
 	}
 	defer cli.Close()
-	if _, err := cli.Put(tb.Context(), "compact_rev_key", rv); err != nil {
+	if _, err := cli.Put(tb.Context(), storage.CompactRevisionKey, rv); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := cli.Compact(tb.Context(), rev, clientv3.WithCompactPhysical()); err != nil {
@@ -152,4 +153,29 @@ func deletePrefix(cfg etcd.ClientConfig, prefix string) error {
 		return fmt.Errorf("clean up %s: %w", prefix, err)
 	}
 	return nil
+}
+
+// FillToNoSpace puts values of 256 KiB under prefix ("<prefix>/0000",
+// "<prefix>/0001", ..., cycling over keys distinct keys) into the etcd of
+// cli until etcd refuses one because its database reached its quota
+// (NOSPACE, storage.IsNoSpace), and returns how many it wrote. With few
+// keys the history fills the quota (a compaction frees it); with many the
+// live data does. It fails the test on another error, or when 4,000 puts
+// (1 GiB) fit: use it on an etcd of the test's own with a small quota
+// (etcd.EmbeddedConfig.QuotaBackendBytes).
+func FillToNoSpace(tb testing.TB, cli *clientv3.Client, prefix string, keys int) int {
+	tb.Helper()
+	value := strings.Repeat("x", 256<<10)
+	for i := range 4000 {
+		_, err := cli.Put(tb.Context(), fmt.Sprintf("%s/%04d", prefix, i%keys), value)
+		if err == nil {
+			continue
+		}
+		if !storage.IsNoSpace(err) {
+			tb.Fatalf("put %d: %v, want etcd's NOSPACE eventually", i, err)
+		}
+		return i
+	}
+	tb.Fatal("4000 puts of 256 KiB fit in etcd's quota: is it small?")
+	return 0
 }

@@ -19,5 +19,11 @@
 // <DataDir>/endpoints, so that another process of the same user reaches it
 // with RunningEmbedded (as `customapi backup` does).
 //
+// The embedded etcd's database may grow to EmbeddedConfig.QuotaBackendBytes
+// (8 GiB by default, etcd's --quota-backend-bytes), and it is defragmented
+// at start, before it serves, when that frees a sixteenth of the quota
+// (BootstrapDefragThresholdBytes); compaction and the recovery of a full
+// quota are pkg/storage's (AlarmMonitor, ReclaimSpace).
+//
 // See the Example functions (example_test.go; they run as tests).
 package etcd

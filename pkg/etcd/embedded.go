@@ -35,8 +35,16 @@ const DefaultQuotaBackendBytes int64 = 8 << 30
 
 // DefaultBootstrapDefragThresholdBytes is how much space a defragmentation
 // at start must free for the embedded etcd to run it (etcd's
-// --bootstrap-defrag-threshold-megabytes): 512 MiB.
-const DefaultBootstrapDefragThresholdBytes int64 = 512 << 20
+// --bootstrap-defrag-threshold-megabytes) with the default quota: 512 MiB,
+// a sixteenth of DefaultQuotaBackendBytes. With another quota the default
+// is a sixteenth of that quota (see
+// EmbeddedConfig.BootstrapDefragThresholdBytes), so that a small quota is
+// defragmented at start too.
+const DefaultBootstrapDefragThresholdBytes int64 = DefaultQuotaBackendBytes / bootstrapDefragQuotaFraction
+
+// bootstrapDefragQuotaFraction: the default threshold of a defragmentation
+// at start is the quota divided by this.
+const bootstrapDefragQuotaFraction = 16
 
 // DefaultMaxRequestBytes is etcd's own limit on one request (1.5 MiB), which
 // also bounds the size of one stored object.
@@ -97,8 +105,11 @@ type EmbeddedConfig struct {
 	// QuotaBackendBytes is the largest the database file may grow, in
 	// bytes (etcd's --quota-backend-bytes): a write that would pass it
 	// raises etcd's NOSPACE alarm, and from then on etcd refuses every
-	// write (reads go on) until the space is reclaimed and the alarm
-	// disarmed. 0 means DefaultQuotaBackendBytes.
+	// write that adds data (reads, watches, deletes and compactions go
+	// on) until the space is reclaimed and the alarm disarmed (the alarm
+	// is kept in the database: it outlives a restart). 0 means
+	// DefaultQuotaBackendBytes; a negative value means no quota (etcd's
+	// meaning: the database grows until the disk is full).
 	QuotaBackendBytes int64
 	// SnapshotCount is how many applied entries etcd keeps in its raft
 	// log (in memory, and in the write-ahead log replayed at start)
@@ -111,15 +122,43 @@ type EmbeddedConfig struct {
 	// when it starts, before it serves, if that frees at least this many
 	// bytes (etcd's --bootstrap-defrag-threshold-megabytes, rounded up
 	// to MiB): the moment a defragmentation, which blocks every request
-	// while it copies the database, stalls nobody. 0 means
-	// DefaultBootstrapDefragThresholdBytes; a negative value never
-	// defragments at start.
+	// while it copies the database, stalls nobody. 0 means a sixteenth
+	// of the quota (EffectiveQuotaBackendBytes), at least 1 MiB:
+	// DefaultBootstrapDefragThresholdBytes (512 MiB) with the default
+	// quota; a negative value never defragments at start.
 	BootstrapDefragThresholdBytes int64
 	// LogLevel is etcd's log level: debug, info, warn or error. "" means
 	// error: etcd's warnings about its single-member, loopback-only setup
 	// ("Running http and grpc server on single port", "simple token is not
 	// cryptographically signed") are expected here.
 	LogLevel string
+}
+
+// EffectiveQuotaBackendBytes is the quota the embedded etcd runs with:
+// QuotaBackendBytes, or DefaultQuotaBackendBytes for 0.
+func (c EmbeddedConfig) EffectiveQuotaBackendBytes() int64 {
+	if c.QuotaBackendBytes == 0 {
+		return DefaultQuotaBackendBytes
+	}
+	return c.QuotaBackendBytes
+}
+
+// EffectiveBootstrapDefragThresholdBytes is the threshold of a
+// defragmentation at start (see BootstrapDefragThresholdBytes): the
+// configured one, a sixteenth of the effective quota (at least 1 MiB) for
+// 0, or 0 (never) for a negative value.
+func (c EmbeddedConfig) EffectiveBootstrapDefragThresholdBytes() int64 {
+	switch t := c.BootstrapDefragThresholdBytes; {
+	case t < 0:
+		return 0
+	case t > 0:
+		return t
+	}
+	q := c.EffectiveQuotaBackendBytes()
+	if q <= 0 { // no quota (etcd: negative): the default quota's threshold
+		return DefaultBootstrapDefragThresholdBytes
+	}
+	return max(q/bootstrapDefragQuotaFraction, 1<<20)
 }
 
 // Embedded is a running embedded etcd server. Create it with StartEmbedded
@@ -247,14 +286,8 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 	if cfg.SnapshotCount != 0 {
 		ec.SnapshotCount = cfg.SnapshotCount
 	}
-	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
-	if ec.QuotaBackendBytes == 0 {
-		ec.QuotaBackendBytes = DefaultQuotaBackendBytes
-	}
-	switch threshold := cfg.BootstrapDefragThresholdBytes; {
-	case threshold == 0:
-		ec.BootstrapDefragThresholdMegabytes = uint(DefaultBootstrapDefragThresholdBytes >> 20)
-	case threshold > 0:
+	ec.QuotaBackendBytes = cfg.EffectiveQuotaBackendBytes()
+	if threshold := cfg.EffectiveBootstrapDefragThresholdBytes(); threshold > 0 {
 		ec.BootstrapDefragThresholdMegabytes = uint((threshold + 1<<20 - 1) >> 20)
 	}
 	logger, err := newLogger(cfg.LogLevel)

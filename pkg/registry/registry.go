@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
@@ -153,6 +155,16 @@ type Registry struct {
 	stopControllers context.CancelFunc
 	controllers     sync.WaitGroup
 
+	// alarms follows etcd's alarms (storage.Config.Alarms), on
+	// alarmsClient, until stopAlarms; background runs it (alarms.go).
+	alarms       *storage.AlarmMonitor
+	alarmsClient *clientv3.Client
+	stopAlarms   context.CancelFunc
+	background   sync.WaitGroup
+	// storedVersionsPending: a full quota kept Open from writing the
+	// stored versions records; they are written once it is cleared.
+	storedVersionsPending bool
+
 	closeOnce sync.Once
 }
 
@@ -171,7 +183,11 @@ type Registry struct {
 // objects stored in a version the declaration no longer declares (the
 // stored versions record, storedversions.go: the error names the version
 // and `customapi storage migrate`), an OnOpen hook's error, or ctx ending
-// first (the error wraps ctx.Err()). A kind with Versions gets one store
+// first (the error wraps ctx.Err()). On an etcd whose quota is full
+// (NOSPACE) it opens read-only rather than failing: a stored versions
+// record it cannot write is logged and written once the alarm is cleared
+// (see EtcdAlarms), and OnOpen hooks are expected to do the same with
+// their writes (storage.IsNoSpace). A kind with Versions gets one store
 // in its storage version and a store per other served version (Store of
 // that version's GroupVersionResource, version.go). On
 // error everything already started is released before Open returns (a
@@ -242,6 +258,14 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		r.storage.Etcd = r.embedded.ClientConfig()
 	}
 	r.etcdCfg = r.storage.Etcd
+	if r.storage.Alarms == nil {
+		var mc storage.AlarmMonitorConfig
+		if cfg.EmbeddedEtcd != nil {
+			mc.QuotaBackendBytes, mc.Embedded = cfg.EmbeddedEtcd.EffectiveQuotaBackendBytes(), true
+		}
+		r.storage.Alarms = storage.NewAlarmMonitor(mc)
+	}
+	r.alarms = r.storage.Alarms
 	getter, err := r.storage.RESTOptionsGetter(scheme)
 	if err != nil {
 		return nil, err
@@ -258,7 +282,12 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	// as it is created, and could not decode objects of a version the
 	// declaration dropped (storedversions.go).
 	if err := r.openStoredVersions(ctx); err != nil {
-		return nil, r.etcdError(ctx, err)
+		if !storage.IsNoSpace(err) {
+			return nil, r.etcdError(ctx, err)
+		}
+		// A start on an etcd whose quota is full goes on read-only.
+		klog.ErrorS(err, "etcd's database is full (NOSPACE): the stored versions records were not updated at start; they are written once space is reclaimed")
+		r.storedVersionsPending = true
 	}
 	// The watch caches begin to load as their stores are created.
 	loadStart := time.Now()
@@ -285,6 +314,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		return nil, err
 	}
 	if err := r.waitEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startAlarms(ctx); err != nil {
 		return nil, err
 	}
 	go r.reportLoading()
@@ -491,6 +523,13 @@ func (r *Registry) Close() error {
 		r.controllers.Wait()
 		for _, st := range r.stores {
 			st.destroy()
+		}
+		if r.stopAlarms != nil {
+			r.stopAlarms()
+		}
+		r.background.Wait()
+		if r.alarmsClient != nil {
+			_ = r.alarmsClient.Close()
 		}
 		close(r.stop)
 		if r.embedded != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/controllers/garbagecollector"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // Leader election of the garbage collector: the Lease kube-system/
@@ -125,7 +126,32 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 	}
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s_%s", host, uuid.NewString())
+	alarms := s.registry.EtcdAlarms()
 	for ctx.Err() == nil {
+		// While etcd's quota is full (NOSPACE) the Lease cannot be
+		// written: the elector would fail and log every RetryPeriod.
+		// It waits instead, saying so once, and stops when NOSPACE
+		// is raised.
+		if alarms.NoSpace() {
+			logger.Info("The garbage collector waits: etcd's database is full (NOSPACE), so its Lease cannot be written; it runs again once space is reclaimed", "lease", gcLeaseNamespace+"/"+gcLeaseName)
+			waitForSpace(ctx, alarms)
+			continue
+		}
+		electCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			for {
+				changed := alarms.Changed()
+				if alarms.NoSpace() {
+					cancel()
+					return
+				}
+				select {
+				case <-changed:
+				case <-electCtx.Done():
+					return
+				}
+			}
+		}()
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: uncancelledLock{&resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Namespace: gcLeaseNamespace, Name: gcLeaseName},
@@ -140,17 +166,35 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: collect,
 				OnStoppedLeading: func() {
-					if ctx.Err() == nil {
+					if electCtx.Err() == nil { // not a stop, nor NOSPACE
 						logger.Info("The garbage collector lost its Lease: it stops, and starts again from scratch once it holds the Lease again", "lease", gcLeaseNamespace+"/"+gcLeaseName)
 					}
 				},
 			},
 		})
 		if err != nil {
+			cancel()
 			logger.Error(err, "The garbage collector cannot start")
 			return
 		}
-		le.Run(ctx) // returns when leadership is lost or ctx ends
+		le.Run(electCtx) // returns when leadership is lost, ctx ends or NOSPACE is raised
+		cancel()
+	}
+}
+
+// waitForSpace returns once etcd's NOSPACE alarm is no longer raised (as
+// alarms last read it) or ctx ends.
+func waitForSpace(ctx context.Context, alarms *storage.AlarmMonitor) {
+	for {
+		changed := alarms.Changed()
+		if !alarms.NoSpace() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -38,6 +38,11 @@ import (
 // is in /readyz only, for the reason above (kube-apiserver also puts it in
 // /livez). /readyz/etcd-override-N's failure names the etcd's endpoints
 // and the resources it holds.
+//
+// It also adds etcdAlarmsCheck, etcd's alarms (a full quota: NOSPACE), to
+// /readyz only, with either etcd: a replica whose writes all fail should
+// leave load balancing, but a restart cannot make room in etcd (the alarm
+// outlives it), so /livez stays green.
 func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
 	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
 	if !s.config.Options.Storage.Etcd.External() {
@@ -48,6 +53,7 @@ func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
 	for i, o := range s.registry.EtcdOverrides() {
 		gc.AddReadyzChecks(healthz.NamedGroupedCheck(EtcdOverrideCheckName(i), "etcd", func(*http.Request) error { return o.Check() }))
 	}
+	gc.AddReadyzChecks(healthz.NamedCheck(etcdAlarmsCheck, func(*http.Request) error { return s.registry.CheckEtcdAlarms() }))
 }
 
 // addWatchCacheCheck adds the readyz check "watch-caches": red while a
@@ -118,3 +124,11 @@ func withCheckReasons(next http.Handler, authz authorizer.Authorizer) http.Handl
 // of --etcd-servers-overrides (registry.Registry.EtcdOverrides):
 // "etcd-override-<i>", kube-apiserver's name.
 func EtcdOverrideCheckName(i int) string { return fmt.Sprintf("etcd-override-%d", i) }
+
+// etcdAlarmsCheck is the /readyz check of etcd's alarms
+// (registry.Registry.CheckEtcdAlarms, read every
+// Options.EtcdAlarmPollPeriod): red while etcd has an alarm raised, its
+// message naming the alarm and, for NOSPACE, the quota and the recovery
+// command (/readyz/etcd-alarms). ReadyNotify leaves it out: a server that
+// starts on a full etcd serves (read-only) and says so.
+const etcdAlarmsCheck = "etcd-alarms"

@@ -45,6 +45,16 @@ type Options struct {
 	// EtcdUnsafeNoFsync disables fsync in the embedded etcd. Tests only:
 	// a crash loses acknowledged writes. Not a flag.
 	EtcdUnsafeNoFsync bool
+	// EtcdAlarmPollPeriod is how often etcd's alarms are read (the /readyz
+	// check etcd-alarms, the customapi_etcd_alarm metric); 0 means
+	// storage.DefaultAlarmPollPeriod (10 s). A write refused for space
+	// reads them at once. Not a flag.
+	EtcdAlarmPollPeriod time.Duration
+	// CommandName is the program's name as users type it (the root of
+	// pkg/command's tree), in messages that name one of its commands,
+	// such as the recovery of a full etcd ("<CommandName> etcd defrag
+	// --data-dir ..."); "" means "customapi". Not a flag.
+	CommandName string
 	// WatchCache serves reads and watches from memory (--watch-cache).
 	// It is serve's flag only: commands that serve nothing (storage
 	// rewrite) read etcd directly.
@@ -237,10 +247,46 @@ func (o *Options) registryConfig(dataDir string) registry.Config {
 	// The stores honour Foreground and Orphan deletes when a collector
 	// finishes them.
 	rc.Storage.EnableGarbageCollection = o.GarbageCollector
+	mc := storage.AlarmMonitorConfig{PollPeriod: o.EtcdAlarmPollPeriod, Recovery: o.etcdRecoveryCommand(dataDir)}
 	if !o.Storage.Etcd.External() {
 		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(dataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+		o.Storage.Embedded.ApplyTo(rc.EmbeddedEtcd)
+		mc.QuotaBackendBytes, mc.Embedded = rc.EmbeddedEtcd.EffectiveQuotaBackendBytes(), true
 	}
+	rc.Storage.Alarms = storage.NewAlarmMonitor(mc)
 	return rc
+}
+
+// etcdRecoveryCommand is the command that reclaims the space of the etcd
+// the options name and disarms its NOSPACE alarm, as the messages of a
+// full quota name it: `<CommandName> etcd defrag` with --data-dir, or with
+// the --etcd-servers and TLS flags of an external etcd.
+func (o *Options) etcdRecoveryCommand(dataDir string) string {
+	name := o.CommandName
+	if name == "" {
+		name = "customapi"
+	}
+	args := []string{name, "etcd", "defrag"}
+	if !o.Storage.Etcd.External() {
+		return strings.Join(append(args, "--data-dir", shellQuote(dataDir)), " ")
+	}
+	e := o.Storage.Etcd
+	args = append(args, "--etcd-servers", shellQuote(strings.Join(e.Servers, ",")))
+	for _, f := range []struct{ flag, value string }{{"--etcd-cafile", e.CAFile}, {"--etcd-certfile", e.CertFile}, {"--etcd-keyfile", e.KeyFile}} {
+		if f.value != "" {
+			args = append(args, f.flag, shellQuote(f.value))
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote single-quotes s for a POSIX shell unless it is made of
+// letters, digits and /._-:,=@+% only.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-:,=@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Config validates the options, takes ownership of the data directory and

@@ -6,11 +6,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/storage"
 )
 
 // builtinGroups are the groups whose admin/edit/view rules come from the
@@ -46,6 +48,10 @@ func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResourc
 // system:masters, asServer), so their writes are audited under that name
 // as kube-apiserver's bootstrap writes are, not as a request without a
 // user.
+//
+// When etcd refuses the creates because its quota is full (NOSPACE), the
+// start goes on read-only: the missing objects are logged, and the next
+// start creates them once space is reclaimed.
 func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
 	// The bootstrap and the authorizer read the RBAC stores' watch caches:
 	// they are waited for, the other stores' loads go on.
@@ -57,7 +63,10 @@ func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) e
 		return fmt.Errorf("server: %w", err)
 	}
 	if err := s.rbac.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
-		return fmt.Errorf("server: %w", err)
+		if !storage.IsNoSpace(err) {
+			return fmt.Errorf("server: %w", err)
+		}
+		klog.ErrorS(err, "etcd's database is full (NOSPACE): bootstrap RBAC objects were not created; the next start creates them once space is reclaimed")
 	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
 		go func(ctx context.Context) { _ = s.rbac.RunCache(asServer(ctx)) }(hc)

@@ -57,8 +57,12 @@ type Config struct {
 	// server holds none of their objects in memory. For a resource stored
 	// as another (StoredAs), name the served one.
 	WatchCacheDisabled []schema.GroupResource
-	// CompactionInterval is how often old revisions are compacted; 0 means
-	// DefaultCompactionInterval and a negative value disables compaction.
+	// CompactionInterval is how often old revisions are compacted, by
+	// k8s.io/apiserver's compactor (kube-apiserver's
+	// --etcd-compaction-interval; each run compacts the revisions older
+	// than the previous run, so between one and two intervals of history
+	// are kept); 0 means DefaultCompactionInterval and a negative value
+	// disables compaction.
 	CompactionInterval time.Duration
 	// WriteTimeout bounds each create, update and delete in etcd; 0 means
 	// DefaultWriteTimeout (8 s) and a negative value means no bound (the
@@ -107,6 +111,14 @@ type Config struct {
 	// of a StoredAs pair count apart): the progress of a watch cache's
 	// initial load. nil: not counted.
 	DecodeCounts *DecodeCounts
+	// Alarms, when set, follows etcd's alarms: every store's write that
+	// etcd refuses because its database reached its space quota
+	// (NOSPACE) is answered with Alarms.NoSpaceError (503
+	// ServiceUnavailable naming the quota and the recovery command; the
+	// Status without them when nil) and makes Alarms read etcd's alarms
+	// at once. registry.Open creates one when nil, runs it on the
+	// registry's etcd until Close, and reports it (Registry.EtcdAlarms).
+	Alarms *AlarmMonitor
 	// CountPollPeriod is how often ObjectCounts is told the counts
 	// (kube-apiserver's --etcd-count-metric-poll-period); 0 means
 	// DefaultCountPollPeriod. Ignored when ObjectCounts is nil.
@@ -236,6 +248,7 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 		countPeriod:  effectiveTimeout(c.CountPollPeriod, DefaultCountPollPeriod),
 		gc:           c.EnableGarbageCollection,
 		decodes:      c.DecodeCounts,
+		alarms:       c.Alarms,
 	}, nil
 }
 
@@ -265,6 +278,7 @@ type restOptionsGetter struct {
 	countPeriod               time.Duration
 	gc                        bool          // Config.EnableGarbageCollection
 	decodes                   *DecodeCounts // nil: not counted
+	alarms                    *AlarmMonitor // Config.Alarms; nil: none
 }
 
 // GetRESTOptions returns the storage options of one resource: its codec
@@ -373,7 +387,9 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 	}
 	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),
-		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface { return &statusErrorStorage{Interface: s} }),
+		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface {
+			return &statusErrorStorage{Interface: s, alarms: g.alarms}
+		}),
 			func(s storage.Interface) storage.Interface {
 				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout}
 			}),

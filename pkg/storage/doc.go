@@ -10,9 +10,10 @@
 // defaults (DefaultPrefix, DefaultMediaType) and checks (CheckPrefix,
 // CheckMediaType, Config.Validate) are here only, and Options and
 // EtcdOptions are kube-apiserver's flags for it (--etcd-servers and its TLS
-// files, --etcd-servers-overrides, --etcd-prefix, --storage-media-type:
-// AddFlags, Validate, ApplyTo),
-// which `customapi serve`, `storage rewrite`, `backup` and the quickstart
+// files, --etcd-servers-overrides, --etcd-prefix, --storage-media-type,
+// --etcd-compaction-interval, the embedded etcd's quota: AddFlags,
+// Validate, ApplyTo), which `customapi serve`, `storage rewrite`,
+// `backup`, `etcd defrag` and the quickstart
 // share.
 //
 // Package rewrite (pkg/storage/rewrite) re-encodes stored values into the
@@ -41,9 +42,26 @@
 //
 // Errors from etcd that upstream reports as 500s are mapped to Kubernetes
 // Status errors here: a value over etcd's request limit becomes 413
-// RequestEntityTooLarge. Every write and every read that goes to etcd has a
+// RequestEntityTooLarge, and a write refused because etcd's database
+// reached its space quota (NOSPACE) 503 ServiceUnavailable naming the
+// quota and the recovery command, with the cause NoSpaceCause (IsNoSpace).
+// Every write and every read that goes to etcd has a
 // deadline (Config.WriteTimeout, ReadTimeout: 8 s by default); when etcd
 // cannot answer in time (no quorum, no leader, unreachable) a write fails
 // with 504 Timeout (its outcome is unknown) and a read with 503
 // ServiceUnavailable.
+//
+// etcd's space: AlarmMonitor follows etcd's alarms (a full quota, NOSPACE)
+// for a server's /readyz check, its customapi_etcd_alarm metric and its
+// log; ReclaimSpace compacts etcd's history as k8s.io/apiserver's compactor
+// does, defragments every member and disarms NOSPACE (`customapi etcd
+// defrag`); EmbeddedEtcdOptions are the embedded etcd's quota and
+// defragmentation at start (--quota-backend-bytes,
+// --bootstrap-defrag-threshold-megabytes), Options.CompactionInterval the
+// compactor's (--etcd-compaction-interval):
+//
+//	rep, err := storage.ReclaimSpace(ctx, cli, storage.ReclaimOptions{})
+//	for _, m := range rep.Members {
+//		fmt.Println(m) // member customapi (...): database 64 MiB (...) -> 3.6 MiB (...), ...
+//	}
 package storage

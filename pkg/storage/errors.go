@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -36,13 +37,23 @@ func wrapStorage(decorate generic.StorageDecorator, wrap func(storage.Interface)
 
 // statusErrorStorage returns Status errors with the right code where the
 // upstream storage answers 500 Internal Server Error:
+//   - a write etcd refuses because its database reached its space quota
+//     (NOSPACE, "mvcc: database space exceeded") becomes 503
+//     ServiceUnavailable naming the quota and the recovery command, with
+//     the cause NoSpaceCause (see noSpaceStatus for why 503), and alarms
+//     reads etcd's alarms at once;
 //   - etcd's "request is too large" becomes 413 RequestEntityTooLarge
 //     (nothing is written: etcd rejects the whole transaction);
 //   - a resourceVersion that is not a non-negative integer on a get or a
 //     watch becomes 400 BadRequest (lists already answer 400 upstream; they
 //     get the same check and message here).
+//
+// Both doors (the HTTP handlers and the in-process client) reach etcd
+// through the stores' storage, so this is the one place these errors are
+// mapped.
 type statusErrorStorage struct {
 	storage.Interface
+	alarms *AlarmMonitor // Config.Alarms; nil words NOSPACE without quota and command
 }
 
 func (s *statusErrorStorage) Get(ctx context.Context, key string, opts storage.GetOptions, out runtime.Object) error {
@@ -79,21 +90,41 @@ func checkResourceVersion(rv string) error {
 }
 
 func (s *statusErrorStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
-	return mapEtcdError(s.Interface.Create(ctx, key, obj, out, ttl))
+	return s.mapEtcdError(s.Interface.Create(ctx, key, obj, out, ttl))
 }
 
 func (s *statusErrorStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object,
 	ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cached runtime.Object,
 ) error {
-	return mapEtcdError(s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cached))
+	return s.mapEtcdError(s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, cached))
 }
 
-// mapEtcdError returns a RequestEntityTooLarge Status error for etcd's
-// request size errors (etcd's own limit, or gRPC's message size limit, which
-// arrives as ResourceExhausted), and err unchanged otherwise.
-func mapEtcdError(err error) error {
+// Delete maps errors as the other writes do. etcd charges a delete nothing
+// against its quota, so deletes succeed while NOSPACE is raised (they are
+// the way to make room); a delete that only marks the object (finalizers,
+// a grace period) is an update and is refused.
+func (s *statusErrorStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
+	validateDeletion storage.ValidateObjectFunc, cachedExistingObject runtime.Object, opts storage.DeleteOptions,
+) error {
+	return s.mapEtcdError(s.Interface.Delete(ctx, key, out, preconditions, validateDeletion, cachedExistingObject, opts))
+}
+
+// mapEtcdError returns the NOSPACE Status for a write refused for space
+// (and tells the alarm monitor), a RequestEntityTooLarge Status error for
+// etcd's request size errors (etcd's own limit, or gRPC's message size
+// limit, which arrives as ResourceExhausted, as NOSPACE does: that is
+// checked first), and err unchanged otherwise.
+func (s *statusErrorStorage) mapEtcdError(err error) error {
 	if err == nil {
 		return nil
+	}
+	if IsNoSpace(err) {
+		var apiStatus apierrors.APIStatus
+		if errors.As(err, &apiStatus) { // already mapped (a nested store)
+			return err
+		}
+		s.alarms.NoSpaceSeen()
+		return s.alarms.NoSpaceError()
 	}
 	if rpctypes.ErrorDesc(err) == rpctypes.ErrRequestTooLarge.Error() || status.Code(err) == codes.ResourceExhausted {
 		return apierrors.NewRequestEntityTooLargeError("the object is larger than etcd accepts in one request (--max-request-bytes, 1.5 MiB by default)")

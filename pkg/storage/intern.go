@@ -1,7 +1,8 @@
 package storage
 
 import (
-	"unique"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +45,8 @@ func (d internDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, in
 // metadata that objects tend to share (the namespace, label keys and
 // values, annotation keys, finalizers, owner references' kinds, the
 // managers, operations, versions and field sets of managedFields) point to
-// one canonical copy each (Go's unique package), instead of one copy per
+// one canonical copy each (a table of the strings seen last, bounded by
+// internMaxEntries), instead of one copy per
 // object: a watch cache holds every object of a resource decoded, and
 // these repeat across objects, often entirely (the objects one controller
 // writes have the same labels' keys and the same managed field sets).
@@ -97,11 +99,37 @@ func internMetadata(obj runtime.Object) {
 	}
 }
 
+// internMaxEntries bounds the table of canonical copies: when it holds
+// this many, it starts over empty. Strings that repeat are interned again
+// at once; those that do not (a label value unique to each object) only
+// pass through it.
+const internMaxEntries = 1 << 16
+
+// internTable is the current table of canonical copies (a *sync.Map of
+// string to itself) and internCount how many it holds.
+var (
+	internTable atomic.Pointer[sync.Map]
+	internCount atomic.Int64
+)
+
 // intern returns the canonical copy of s, or s itself when it is empty or
 // longer than internMaxValue.
 func intern(s string) string {
 	if s == "" || len(s) > internMaxValue {
 		return s
 	}
-	return unique.Make(s).Value()
+	table := internTable.Load()
+	if table == nil {
+		internTable.CompareAndSwap(nil, &sync.Map{})
+		table = internTable.Load()
+	}
+	if v, ok := table.Load(s); ok {
+		return v.(string)
+	}
+	v, loaded := table.LoadOrStore(s, s)
+	if !loaded && internCount.Add(1) > internMaxEntries {
+		internCount.Store(0)
+		internTable.Store(&sync.Map{})
+	}
+	return v.(string)
 }
