@@ -73,6 +73,7 @@ type Config struct {
 type Collector struct {
 	cfg       Config
 	metadata  metadata.Interface
+	watcher   *metadataWatcher // the monitors' watches
 	discovery discovery.DiscoveryInterface
 	recorder  record.EventRecorder // nil without Config.Events
 	events    record.EventBroadcaster
@@ -118,12 +119,16 @@ func New(cfg Config) (*Collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
+	mw, err := newMetadataWatcher(rc)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
 	c := &Collector{
-		cfg: cfg, metadata: md, discovery: dc,
+		cfg: cfg, metadata: md, watcher: mw, discovery: dc,
 		graph:        newGraph(),
 		absentOwners: lru.New(absentOwnersCached),
 		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"}),

@@ -35,7 +35,7 @@ func (c *Collector) startMonitor(ctx context.Context, sr servedResource) *monito
 			return client.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := client.Watch(ctx, opts)
+			w, err := c.watcher.Watch(ctx, sr.gvr, opts)
 			if err != nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
 				return w, err
 			}
