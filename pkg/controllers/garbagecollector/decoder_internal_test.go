@@ -2,6 +2,7 @@ package garbagecollector
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestGraphDecoder(t *testing.T) {
 			{APIVersion: "test/v1", Kind: "Custom", Name: "o2", UID: "u2"},
 		},
 		Finalizers:    []string{metav1.FinalizerDeleteDependents, "example.com/hold"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}},
 	}}
 	bookmark := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "43",
 		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
@@ -92,7 +93,7 @@ func BenchmarkGraphDecoder(b *testing.B) {
 		Name: "sample-000001", Namespace: "bench", UID: "0f7c1d3e-9a51-4f5e-8d2b-3c4a5b6c7d8e", ResourceVersion: "123456", Generation: 1,
 		CreationTimestamp: metav1.Now(), Labels: map[string]string{},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "bench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "bench.customapi.io/v1",
-			Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: make([]byte, 400)}}},
+			Time: ptr.To(metav1.Now()), FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(strings.Repeat(" ", 400))}},
 	}}
 	for i := range 10 {
 		obj.Labels["bench.customapi.io/label-"+string(rune('0'+i))] = "value-of-label"
