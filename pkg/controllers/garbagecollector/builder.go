@@ -163,6 +163,10 @@ func (c *Collector) addToOwnersLocked(n *node, owners []metav1.OwnerReference) {
 // token for a live GET started from now on (see metaStore.observe), or
 // false while the kind is not watched.
 func (c *Collector) wantLocked(n *node) (*metaStore, uint64, bool) {
+	if n.src != nil && n.src.stopped.Load() {
+		c.unwantLocked(n)
+		n.src = nil
+	}
 	if n.src == nil {
 		sr, ok := c.resourceFor(n.kind.groupKind)
 		if !ok {

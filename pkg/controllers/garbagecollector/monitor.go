@@ -19,8 +19,15 @@ import (
 // reflector (watch-list streaming, or a list then a watch) feeding a
 // metaStore, which keeps only what the graph needs.
 type monitor struct {
-	store *metaStore
-	stop  context.CancelFunc
+	store  *metaStore
+	cancel context.CancelFunc
+}
+
+// stop stops the monitor's reflector; its store takes no more
+// registrations (wantLocked).
+func (m *monitor) stop() {
+	m.store.stopped.Store(true)
+	m.cancel()
 }
 
 // startMonitor watches the metadata of sr's objects into the graph until
@@ -47,7 +54,7 @@ func (c *Collector) startMonitor(ctx context.Context, sr servedResource) *monito
 	r := cache.NewReflectorWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c.metadata), &metav1.PartialObjectMetadata{}, s,
 		cache.ReflectorOptions{Name: name, TypeDescription: sr.gvr.String(), Logger: &logger})
 	go runReflector(ctx, r)
-	return &monitor{store: s, stop: cancel}
+	return &monitor{store: s, cancel: cancel}
 }
 
 // runReflector is cache.Reflector.RunWithContext (the same backoff), but

@@ -47,6 +47,9 @@ type metaStore struct {
 	rv    string // of the last Replace or Bookmark
 	// synced: Replace ran once (the reflector listed).
 	synced atomic.Bool
+	// stopped: its monitor was stopped (the resource is no longer
+	// served); a node registers with its kind's current store instead.
+	stopped atomic.Bool
 }
 
 // kept is the state of one object of a metaStore.
