@@ -98,6 +98,9 @@ func (s *Server) runGarbageCollector(ctx context.Context) {
 		logger.Error(err, "The garbage collector waits for the watch caches")
 	}
 	cfg := s.InProcessConfig()
+	// Its watches stream every object's metadata through the in-process
+	// door: gzip would cost CPU at both ends and save nothing.
+	cfg.DisableCompression = true
 	events := s.serves(corev1.SchemeGroupVersion.WithResource("events"))
 	collect := func(ctx context.Context) {
 		c, err := garbagecollector.New(garbagecollector.Config{Config: cfg, Events: events})

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -18,15 +17,21 @@ const (
 	// virtualDeleteEvent: a worker found that a virtual node's object
 	// does not exist (or has another uid).
 	virtualDeleteEvent
+	// verifyEvent: a monitor's relist lacked an object it knew only from
+	// a live GET (or not at all): the node is verified again by one.
+	verifyEvent
 )
 
 // event is a change to the graph: an object observed by a monitor, or a
-// virtual node found absent.
+// virtual node found absent, or a node to verify.
 type event struct {
 	typ eventType
-	obj *metav1.PartialObjectMetadata // not for virtualDeleteEvent
-	gvk schema.GroupVersionKind       // the monitored kind of obj
-	uid types.UID                     // virtualDeleteEvent's node
+	obj *metav1.PartialObjectMetadata // add, update, delete
+	// apiVersion and kind of obj (its monitor's, shared by its events).
+	apiVersion, kind string
+	src              *metaStore // obj's monitor store; nil in tests
+	uid              types.UID  // virtualDeleteEvent's and verifyEvent's node
+	absent           objectRef  // virtualDeleteEvent: the coordinates found absent
 }
 
 // runGraphBuilder applies the graph changes in the order they arrive,
@@ -51,123 +56,238 @@ func (c *Collector) processEvent(ev *event) {
 	g := c.graph
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ev.typ == virtualDeleteEvent {
-		n, ok := g.nodes[ev.uid]
-		if !ok || !n.virtual {
-			return // observed meanwhile: it exists
+	switch ev.typ {
+	case virtualDeleteEvent:
+		c.virtualDeleteLocked(ev)
+		return
+	case verifyEvent:
+		if n, ok := g.nodes[ev.uid]; ok {
+			n.virtual = true
+			c.attemptToDelete.Add(ev.uid)
 		}
-		c.removeNodeLocked(n)
 		return
 	}
 	obj := ev.obj
-	ref := objectRef{APIVersion: ev.gvk.GroupVersion().String(), Kind: ev.gvk.Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+	kind := g.kindLocked(ev.apiVersion, ev.kind)
 	existing, ok := g.nodes[obj.UID]
 	switch {
 	case ev.typ == deleteEvent:
 		if ok {
+			// Observed gone: with the coordinates it had (a virtual node's
+			// are a dependent's reference's).
+			existing.kind, existing.namespace, existing.name, existing.virtual = kind, obj.Namespace, obj.Name, false
 			c.removeNodeLocked(existing)
 		}
 	case !ok:
-		n := &node{ref: ref, owners: slices.Clone(obj.OwnerReferences), dependents: map[types.UID]*node{}}
+		n := &node{kind: kind, namespace: obj.Namespace, name: obj.Name, uid: obj.UID, owners: obj.OwnerReferences, src: ev.src}
 		g.nodes[obj.UID] = n
 		c.addToOwnersLocked(n, n.owners)
 		c.transitionsLocked(n, obj)
+		if ev.src != nil {
+			c.releaseIfIdleLocked(n)
+		}
 	default:
 		if existing.virtual {
 			// Observed: the owner exists. Its dependents are checked again
 			// (one naming it from another namespace is invalid).
 			existing.virtual = false
 			for _, d := range existing.dependents {
-				c.attemptToDelete.Add(d.ref.UID)
+				c.attemptToDelete.Add(d.uid)
 			}
 		}
-		existing.ref = ref
+		existing.kind, existing.namespace, existing.name = kind, obj.Namespace, obj.Name
+		if ev.src != nil && existing.src != ev.src {
+			// A virtual node registered under the kind a dependent named.
+			c.unwantLocked(existing)
+			existing.src = ev.src
+			if len(existing.dependents) != 0 {
+				c.wantLocked(existing)
+			}
+		}
 		added, removed, changed := diffOwners(existing.owners, obj.OwnerReferences)
 		for _, o := range removed {
 			if owner, ok := g.nodes[o.UID]; ok {
-				delete(owner.dependents, existing.ref.UID)
+				delete(owner.dependents, existing.uid)
 				if owner.deletingDependents {
-					c.attemptToDelete.Add(owner.ref.UID)
+					c.attemptToDelete.Add(owner.uid)
 				}
+				c.releaseIfIdleLocked(owner)
 			}
 		}
 		for _, o := range changed {
 			// blockOwnerDeletion changed: a foreground deletion may be
 			// unblocked.
 			if owner, ok := g.nodes[o.UID]; ok && owner.deletingDependents {
-				c.attemptToDelete.Add(owner.ref.UID)
+				c.attemptToDelete.Add(owner.uid)
 			}
 		}
-		existing.owners = slices.Clone(obj.OwnerReferences)
+		existing.owners = obj.OwnerReferences
 		c.addToOwnersLocked(existing, added)
 		c.transitionsLocked(existing, obj)
+		c.releaseIfIdleLocked(existing)
 	}
 }
 
 // addToOwnersLocked adds n to the dependents of owners, creating a
 // virtual node (queued, to check that it exists) for each owner not in
-// the graph.
+// the graph. An owner's monitor is asked to keep it (wantLocked): its
+// deletion must reach the graph, whatever its metadata.
 func (c *Collector) addToOwnersLocked(n *node, owners []metav1.OwnerReference) {
 	g := c.graph
 	for _, o := range owners {
 		owner, ok := g.nodes[o.UID]
 		if !ok {
-			owner = &node{
-				ref:        objectRef{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: n.ref.Namespace, Name: o.Name, UID: o.UID},
-				virtual:    true,
-				dependents: map[types.UID]*node{},
-			}
+			owner = &node{kind: g.kindLocked(o.APIVersion, o.Kind), namespace: n.namespace, name: o.Name, uid: o.UID, virtual: true}
 			g.nodes[o.UID] = owner
 			c.attemptToDelete.Add(o.UID)
 		}
-		owner.dependents[n.ref.UID] = n
-		if !owner.virtual && ((owner.ref.Namespace != "" && owner.ref.Namespace != n.ref.Namespace) ||
-			owner.ref.Name != o.Name || owner.ref.groupVersionKind().GroupKind() != metav1GroupKind(o)) {
+		owner.addDependent(n)
+		if !owner.wanted {
+			c.wantLocked(owner)
+		}
+		if !owner.virtual && ((owner.namespace != "" && owner.namespace != n.namespace) ||
+			owner.name != o.Name || owner.kind.groupKind != metav1GroupKind(o)) {
 			// The reference names an observed owner from another
 			// namespace, or with other coordinates: the worker checks it
 			// (and reports an invalid one).
-			c.attemptToDelete.Add(n.ref.UID)
+			c.attemptToDelete.Add(n.uid)
 		}
 		if owner.deletingDependents {
-			c.attemptToDelete.Add(owner.ref.UID)
+			c.attemptToDelete.Add(owner.uid)
 		}
 	}
 }
 
-// removeNodeLocked takes n out of the graph: its dependents may now be
-// dangling, and owners deleting their dependents in the foreground may be
-// unblocked.
+// wantLocked registers n with its kind's monitor store (once), so that
+// the store keeps it and delivers its events; it returns the store's
+// token for a live GET started from now on (see metaStore.observe), or
+// false while the kind is not watched.
+func (c *Collector) wantLocked(n *node) (*metaStore, uint64, bool) {
+	if n.src != nil && n.src.stopped.Load() {
+		c.unwantLocked(n)
+		n.src = nil
+	}
+	if n.src == nil {
+		sr, ok := c.resourceFor(n.kind.groupKind)
+		if !ok {
+			return nil, 0, false
+		}
+		if n.src, ok = c.storeOf(sr); !ok {
+			return nil, 0, false
+		}
+	}
+	n.wanted = true
+	return n.src, n.src.want(n.uid), true
+}
+
+// unwantLocked undoes wantLocked.
+func (c *Collector) unwantLocked(n *node) {
+	if n.wanted {
+		n.wanted = false
+		n.src.unwant(n.uid)
+	}
+}
+
+// releaseIfIdleLocked takes n out of the graph, without the effects of a
+// deletion, when nothing about it matters any more: a virtual node with
+// no dependents, or an observed one with no dependents, no owners and no
+// deletion under way. Its monitor then forgets it too.
+func (c *Collector) releaseIfIdleLocked(n *node) {
+	if len(n.dependents) != 0 || (!n.virtual && n.matters) || c.graph.nodes[n.uid] != n {
+		return
+	}
+	delete(c.graph.nodes, n.uid)
+	c.unwantLocked(n)
+	if n.src != nil {
+		n.src.forget(n.uid)
+	}
+}
+
+// removeNodeLocked takes n, observed gone (or, virtual, found absent),
+// out of the graph: its dependents may now be dangling, and owners
+// deleting their dependents in the foreground may be unblocked.
 func (c *Collector) removeNodeLocked(n *node) {
 	g := c.graph
-	delete(g.nodes, n.ref.UID)
+	delete(g.nodes, n.uid)
+	c.unwantLocked(n)
 	if !n.virtual {
 		// Observed gone: its dependents (queued below) need not look it up.
-		c.absentOwners.Add(absentKey{n.ref.Namespace, n.ref.groupVersionKind().GroupKind(), n.ref.Name, n.ref.UID}, nil)
+		c.absentOwners.Add(absentKey{n.namespace, n.kind.groupKind, n.name, n.uid}, nil)
 	}
-	if !n.virtual && n.ref.Namespace != "" {
+	if !n.virtual && n.namespace != "" {
 		for _, d := range n.dependents {
-			if d.ref.Namespace != n.ref.Namespace {
+			if d.namespace != n.namespace {
 				// Its dependents in other namespaces name it invalidly,
 				// also once it is gone.
-				g.elsewhere[n.ref.UID] = n.ref.Namespace
+				g.elsewhere[n.uid] = n.namespace
 				break
 			}
 		}
 	}
 	for _, o := range n.owners {
 		if owner, ok := g.nodes[o.UID]; ok {
-			delete(owner.dependents, n.ref.UID)
+			delete(owner.dependents, n.uid)
 			if owner.deletingDependents {
-				c.attemptToDelete.Add(owner.ref.UID)
+				c.attemptToDelete.Add(owner.uid)
 			}
-			if owner.virtual && len(owner.dependents) == 0 {
-				delete(g.nodes, owner.ref.UID)
-			}
+			c.releaseIfIdleLocked(owner)
 		}
 	}
 	for _, d := range n.dependents {
-		c.attemptToDelete.Add(d.ref.UID)
+		c.attemptToDelete.Add(d.uid)
 	}
+}
+
+// virtualDeleteLocked handles a worker's finding that virtual node
+// ev.uid's object, as ev.absent names it, does not exist. As kube's graph
+// builder: when dependents name that uid with other coordinates (another
+// name or kind), the node stays, under one of those, and is verified
+// again; the dependents that named the absent coordinates are queued.
+func (c *Collector) virtualDeleteLocked(ev *event) {
+	g := c.graph
+	n, ok := g.nodes[ev.uid]
+	if !ok || !n.virtual {
+		return // observed meanwhile: it exists
+	}
+	absent := ev.absent.groupVersionKind().GroupKind()
+	var matching []*node
+	var other *node // a dependent naming other coordinates
+	var alternate metav1.OwnerReference
+	for _, d := range n.dependents {
+		ref, ok := ownerRefTo(d, n.uid)
+		if !ok || (ref.Name == ev.absent.Name && metav1GroupKind(ref) == absent) {
+			matching = append(matching, d)
+			continue
+		}
+		other, alternate = d, ref
+	}
+	if other == nil {
+		c.removeNodeLocked(n)
+		return
+	}
+	for _, d := range matching {
+		c.attemptToDelete.Add(d.uid)
+	}
+	if n.name == ev.absent.Name && n.kind.groupKind == absent {
+		kind := g.kindLocked(alternate.APIVersion, alternate.Kind)
+		if kind.groupKind != n.kind.groupKind {
+			c.unwantLocked(n)
+			n.src = nil
+		}
+		n.kind, n.name, n.namespace = kind, alternate.Name, other.namespace
+		c.wantLocked(n)
+		c.attemptToDelete.Add(n.uid)
+	}
+}
+
+// ownerRefTo returns d's owner reference to uid.
+func ownerRefTo(d *node, uid types.UID) (metav1.OwnerReference, bool) {
+	for _, o := range d.owners {
+		if o.UID == uid {
+			return o, true
+		}
+	}
+	return metav1.OwnerReference{}, false
 }
 
 // transitionsLocked records n's deletion state from obj and queues what
@@ -175,15 +295,16 @@ func (c *Collector) removeNodeLocked(n *node) {
 // dependents orphaned; one with foregroundDeletion has its dependents
 // deleted first.
 func (c *Collector) transitionsLocked(n *node, obj *metav1.PartialObjectMetadata) {
+	n.matters = matters(obj)
 	n.deleting = obj.DeletionTimestamp != nil
 	n.deletingDependents = n.deleting && slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents)
 	if n.deleting && slices.Contains(obj.Finalizers, metav1.FinalizerOrphanDependents) {
-		c.attemptToOrphan.Add(n.ref.UID)
+		c.attemptToOrphan.Add(n.uid)
 	}
 	if n.deletingDependents {
-		c.attemptToDelete.Add(n.ref.UID)
+		c.attemptToDelete.Add(n.uid)
 		for _, d := range n.dependents {
-			c.attemptToDelete.Add(d.ref.UID)
+			c.attemptToDelete.Add(d.uid)
 		}
 	}
 }

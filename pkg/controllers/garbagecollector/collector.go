@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -74,6 +73,7 @@ type Config struct {
 type Collector struct {
 	cfg       Config
 	metadata  metadata.Interface
+	watcher   *metadataWatcher // the monitors' watches
 	discovery discovery.DiscoveryInterface
 	recorder  record.EventRecorder // nil without Config.Events
 	events    record.EventBroadcaster
@@ -86,7 +86,7 @@ type Collector struct {
 
 	mu       sync.RWMutex
 	kinds    map[schema.GroupKind]servedResource            // from discovery
-	monitors map[schema.GroupVersionResource]*monitor       // running informers
+	monitors map[schema.GroupVersionResource]*monitor       // running watches
 	served   map[schema.GroupVersionResource]servedResource // what discovery listed last
 }
 
@@ -94,11 +94,6 @@ type servedResource struct {
 	gvr        schema.GroupVersionResource
 	gvk        schema.GroupVersionKind
 	namespaced bool
-}
-
-type monitor struct {
-	informer cache.SharedIndexInformer
-	stop     chan struct{}
 }
 
 // New returns a collector for cfg.Config's server. Errors: a config
@@ -124,12 +119,16 @@ func New(cfg Config) (*Collector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
+	mw, err := newMetadataWatcher(rc)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
 	c := &Collector{
-		cfg: cfg, metadata: md, discovery: dc,
+		cfg: cfg, metadata: md, watcher: mw, discovery: dc,
 		graph:        newGraph(),
 		absentOwners: lru.New(absentOwnersCached),
 		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"}),
@@ -259,7 +258,6 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for gvr, m := range c.monitors {
 		if _, ok := served[gvr]; ok {
 			continue
@@ -269,14 +267,14 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 			kinds[c.served[gvr].gvk.GroupKind()] = c.served[gvr]
 			continue
 		}
-		close(m.stop)
+		m.stop()
 		delete(c.monitors, gvr)
 	}
 	for gvr, sr := range served {
 		if _, ok := c.monitors[gvr]; ok {
 			continue
 		}
-		c.monitors[gvr] = c.startMonitor(sr)
+		c.monitors[gvr] = c.startMonitor(ctx, sr)
 	}
 	var added []schema.GroupKind
 	for gk := range kinds {
@@ -285,7 +283,9 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 		}
 	}
 	c.served, c.kinds = served, kinds
-	if len(c.monitors) != 0 && len(added) != 0 {
+	requeue := len(c.monitors) != 0 && len(added) != 0
+	c.mu.Unlock()
+	if requeue {
 		// Owners of the kinds discovery lists from now on (a new CRD's)
 		// are looked up again: they were of no served kind until now.
 		for _, uid := range c.graph.virtualOf(added) {
@@ -295,17 +295,26 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 	return nil
 }
 
-// graphEvents turns a monitor's notifications about objects of kind gvk
-// into graph changes. An update whose object has another uid than the one
-// it replaces (a relist found the name held by a new object: the old one
-// was deleted, and the new one created, while the watch was down) is the
-// old object's deletion, then the new one's arrival: the old node must not
-// keep its dependents alive.
+// graphEvents turns notifications about objects of kind gvk into graph
+// changes (graphEventsOf without a store).
 func (c *Collector) graphEvents(gvk schema.GroupVersionKind) cache.ResourceEventHandlerFuncs {
+	return c.graphEventsOf(gvk.GroupVersion().String(), gvk.Kind, nil)
+}
+
+// graphEventsOf turns a monitor store's notifications about objects of
+// apiVersion and kind into graph changes. An update whose object has
+// another uid than the one it replaces (the name held by a new object:
+// the old one was deleted, and the new one created, while a watch was
+// down) is the old object's deletion, then the new one's arrival: the old
+// node must not keep its dependents alive.
+func (c *Collector) graphEventsOf(apiVersion, kind string, src *metaStore) cache.ResourceEventHandlerFuncs {
+	add := func(typ eventType, m *metav1.PartialObjectMetadata) {
+		c.graphChanges.Add(&event{typ: typ, obj: m, apiVersion: apiVersion, kind: kind, src: src})
+	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				c.graphChanges.Add(&event{typ: addEvent, obj: m, gvk: gvk})
+				add(addEvent, m)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
@@ -314,51 +323,29 @@ func (c *Collector) graphEvents(gvk schema.GroupVersionKind) cache.ResourceEvent
 				return
 			}
 			if old, ok := oldObj.(*metav1.PartialObjectMetadata); ok && old.UID != m.UID {
-				c.graphChanges.Add(&event{typ: deleteEvent, obj: old, gvk: gvk})
+				add(deleteEvent, old)
 			}
-			c.graphChanges.Add(&event{typ: updateEvent, obj: m, gvk: gvk})
+			add(updateEvent, m)
 		},
 		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				c.graphChanges.Add(&event{typ: deleteEvent, obj: m, gvk: gvk})
+			if m, ok := asMetadata(obj); ok {
+				add(deleteEvent, m)
 			}
 		},
 	}
 }
 
-// startMonitor watches the metadata of sr's objects into the graph.
-func (c *Collector) startMonitor(sr servedResource) *monitor {
-	inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, sr.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	// The cache keeps what the graph reads, not managedFields, labels or
-	// annotations: a few hundred bytes per object instead of kilobytes.
-	_ = inf.SetTransform(keepGraphFields)
-	_, _ = inf.AddEventHandler(c.graphEvents(sr.gvk))
-	m := &monitor{informer: inf, stop: make(chan struct{})}
-	// A watch cut by the collector's own stop (the server shutting down)
-	// is not an error worth an error-level log line.
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		select {
-		case <-m.stop:
-			return
-		default:
-		}
-		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			return
-		}
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	go inf.Run(m.stop)
-	return m
+// verifyNode asks the graph to verify uid's node by a live GET (a relist
+// lacked an object known only from a GET).
+func (c *Collector) verifyNode(uid types.UID) {
+	c.graphChanges.Add(&event{typ: verifyEvent, uid: uid})
 }
 
 func (c *Collector) stopMonitors() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for gvr, m := range c.monitors {
-		close(m.stop)
+		m.stop()
 		delete(c.monitors, gvr)
 	}
 }
@@ -374,7 +361,7 @@ func (c *Collector) waitMonitorsSynced(ctx context.Context) bool {
 	c.mu.RLock()
 	synced := make([]cache.InformerSynced, 0, len(c.monitors))
 	for _, m := range c.monitors {
-		synced = append(synced, m.informer.HasSynced)
+		synced = append(synced, m.store.hasSynced)
 	}
 	c.mu.RUnlock()
 	return cache.WaitForCacheSync(ctx.Done(), synced...)
@@ -388,41 +375,26 @@ func (c *Collector) resourceFor(gk schema.GroupKind) (servedResource, bool) {
 	return sr, ok
 }
 
-// cached returns the object ns/name of sr from its monitor's cache (the
-// fields keepGraphFields keeps), if the monitor has it.
-func (c *Collector) cached(sr servedResource, ns, name string) (*metav1.PartialObjectMetadata, bool) {
+// storeOf returns the monitor store of sr, if it is watched.
+func (c *Collector) storeOf(sr servedResource) (*metaStore, bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	m, ok := c.monitors[sr.gvr]
-	c.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
-	key := name
-	if ns != "" {
-		key = ns + "/" + name
-	}
-	obj, ok, err := m.informer.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return nil, false
-	}
-	pom, ok := obj.(*metav1.PartialObjectMetadata)
-	return pom, ok
+	return m.store, true
 }
 
-// keepGraphFields is the monitors' cache transform: an object's metadata
-// reduced to what the graph and the workers read.
-func keepGraphFields(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+// cached returns the object uid of sr from its monitor's store (the
+// fields keepGraphFields keeps), if the store keeps it: the objects that
+// matter and the owners the graph wants, not every object.
+func (c *Collector) cached(sr servedResource, uid types.UID) (*metav1.PartialObjectMetadata, bool) {
+	s, ok := c.storeOf(sr)
 	if !ok {
-		return obj, nil
+		return nil, false
 	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
-		},
-	}, nil
+	return s.get(uid)
 }
 
 // retryLimiter spaces the retries of one object exponentially from 5 ms up

@@ -52,7 +52,8 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 	if !ok {
 		return nil
 	}
-	sr, ok := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+	ref := n.ref()
+	sr, ok := c.resourceFor(n.kind.groupKind)
 	if !ok {
 		if n.virtual {
 			// An owner of a kind not served (yet: syncMonitors queues it
@@ -67,30 +68,17 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 	}
 	ns := ""
 	if sr.namespaced {
-		ns = n.ref.Namespace
-	}
-	if _, absent := c.absentOwners.Get(absentKey{ns, n.ref.groupVersionKind().GroupKind(), n.ref.Name, uid}); n.virtual && absent {
-		c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
-		return nil
+		ns = ref.Namespace
 	}
 	if n.virtual {
-		// An owner named by a dependent, not observed yet.
-		switch owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, n.ref.Name, uid); {
-		case err != nil:
-			return err
-		case owner != nil || elsewhere != "":
-			return nil // it exists: its monitor will observe it
-		default:
-			c.graphChanges.Add(&event{typ: virtualDeleteEvent, uid: uid})
-			return nil
-		}
+		return c.verifyOwner(ctx, sr, ns, ref)
 	}
 	var latest *metav1.PartialObjectMetadata
 	var err error
-	if cached, ok := c.cached(sr, ns, n.ref.Name); fromCache && ok && cached.UID == uid {
+	if cached, ok := c.cached(sr, uid); fromCache && ok {
 		latest = cached
 	} else {
-		latest, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+		latest, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	}
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && latest.UID != uid):
@@ -122,7 +110,7 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 			gone[r.UID] = true
 		}
 		keep := slices.DeleteFunc(slices.Clone(latest.OwnerReferences), func(r metav1.OwnerReference) bool { return gone[r.UID] })
-		logger.V(2).Info("Removing owner references to absent owners", "object", n.ref, "absent", len(gone))
+		logger.V(2).Info("Removing owner references to absent owners", "object", ref, "absent", len(gone))
 		return c.patchOwnerReferences(ctx, sr, latest, keep)
 	case len(waiting) > 0 && len(c.graph.dependentsOf(uid)) > 0:
 		// Its owners wait for it, and it has dependents: delete it in the
@@ -155,9 +143,54 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 		case slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents):
 			policy = metav1.DeletePropagationForeground
 		}
-		logger.V(2).Info("Deleting an object whose owners are gone", "object", n.ref, "propagationPolicy", policy)
+		logger.V(2).Info("Deleting an object whose owners are gone", "object", ref, "propagationPolicy", policy)
 		return c.deleteObject(ctx, sr, latest, policy)
 	}
+}
+
+// verifyOwner checks that the owner ref (a virtual node: named by a
+// dependent, not observed; of resource sr, looked up in namespace ns)
+// exists, as kube's collector verifies its virtual nodes: by a live GET
+// (the monitors keep only the objects that matter, not every possible
+// owner). The owner's monitor store is asked to keep it first, so that a
+// change after the GET reaches the graph; found alive, it becomes an
+// observed node (also when found in another namespace, which makes its
+// dependents' references invalid); absent, its dependents are checked.
+func (c *Collector) verifyOwner(ctx context.Context, sr servedResource, ns string, ref objectRef) error {
+	store, token, ok := c.wantVirtual(ref.UID)
+	if !ok {
+		return nil // observed meanwhile, or gone
+	}
+	absent := &event{typ: virtualDeleteEvent, uid: ref.UID, absent: ref}
+	if _, cached := c.absentOwners.Get(absentKey{ns, sr.gvk.GroupKind(), ref.Name, ref.UID}); cached {
+		c.graphChanges.Add(absent)
+		return nil
+	}
+	owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, ref.UID)
+	switch {
+	case err != nil:
+		return err
+	case owner != nil:
+		store.observe(owner, token)
+	case elsewhere != nil:
+		store.observe(elsewhere, token)
+	default:
+		c.graphChanges.Add(absent)
+	}
+	return nil
+}
+
+// wantVirtual registers the virtual node uid with its kind's monitor
+// store (wantLocked), if it is still a virtual node of a watched kind.
+func (c *Collector) wantVirtual(uid types.UID) (*metaStore, uint64, bool) {
+	g := c.graph
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, ok := g.nodes[uid]
+	if !ok || !n.virtual {
+		return nil, 0, false
+	}
+	return c.wantLocked(n)
 }
 
 // absentKey is a key of Collector.absentOwners: an owner reference's
@@ -182,12 +215,12 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 	for _, ref := range latest.OwnerReferences {
 		sr, ok := c.resourceFor(metav1GroupKind(ref))
 		if !ok {
-			c.warn(n.ref, reasonInvalidKind, fmt.Sprintf("ownerRef [%s, name: %s, uid: %s] names a kind the server does not serve", refKind(ref), ref.Name, ref.UID))
+			c.warn(n.ref(), reasonInvalidKind, fmt.Sprintf("ownerRef [%s, name: %s, uid: %s] names a kind the server does not serve", refKind(ref), ref.Name, ref.UID))
 			solid = append(solid, ref)
 			continue
 		}
 		if sr.namespaced && !namespaced {
-			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: , name: %s, uid: %s] does not exist in namespace %q: a cluster-scoped object cannot be owned by a namespaced one", refKind(ref), ref.Name, ref.UID, latest.Namespace))
+			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: , name: %s, uid: %s] does not exist in namespace %q: a cluster-scoped object cannot be owned by a namespaced one", refKind(ref), ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 			continue
 		}
@@ -196,7 +229,7 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 			ns = latest.Namespace
 		}
 		if seen, ok := c.graph.namespaceOf(ref.UID); ok && sr.namespaced && seen != ns {
-			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 			continue
 		}
@@ -208,8 +241,8 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 		switch {
 		case err != nil:
 			return nil, nil, nil, err
-		case elsewhere != "":
-			c.warn(n.ref, reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+		case elsewhere != nil:
+			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 		case owner == nil:
 			dangling = append(dangling, ref)
@@ -226,7 +259,8 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 // ns ("" for a cluster-scoped owner) from the server. It returns the owner;
 // or, when ns has no such object but another namespace has (a namespaced
 // owner is looked up in its dependent's namespace: one elsewhere is an
-// invalid reference, never a gone owner), that namespace; or neither when
+// invalid reference, never a gone owner), the object there, whose
+// namespace the graph then remembers (graph.elsewhere); or neither when
 // the owner is gone, which it then remembers (absentOwners).
 //
 // The other namespaces are searched by a list of every namespace
@@ -234,27 +268,28 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 // watch may not have delivered it yet when the dependent's has (watches
 // of different resources are not ordered). It runs only when the owner is
 // not found where it was looked for, once per absent owner.
-func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name string, uid types.UID) (owner *metav1.PartialObjectMetadata, elsewhere string, err error) {
+func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name string, uid types.UID) (owner, elsewhere *metav1.PartialObjectMetadata, err error) {
 	owner, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil && owner.UID == uid:
-		return owner, "", nil
+		return owner, nil, nil
 	case err != nil && !apierrors.IsNotFound(err):
-		return nil, "", err
+		return nil, nil, err
 	}
 	if sr.namespaced {
 		list, err := c.metadata.Resource(sr.gvr).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
-			return nil, "", err
+			return nil, nil, err
 		}
-		for _, o := range list.Items {
-			if o.UID == uid {
-				return nil, o.Namespace, nil
+		for i := range list.Items {
+			if o := &list.Items[i]; o.UID == uid {
+				c.graph.setElsewhere(uid, o.Namespace)
+				return nil, o, nil
 			}
 		}
 	}
 	c.absentOwners.Add(absentKey{ns, sr.gvk.GroupKind(), name, uid}, nil)
-	return nil, "", nil
+	return nil, nil, nil
 }
 
 // processDeletingDependents finishes the foreground deletion of owner n
@@ -262,9 +297,9 @@ func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name
 // dependent left the finalizer is removed (the store then deletes it);
 // otherwise its blocking dependents are queued for deletion.
 func (c *Collector) processDeletingDependents(ctx context.Context, n node, latest *metav1.PartialObjectMetadata) error {
-	blocking := c.graph.blocking(n.ref.UID)
+	blocking := c.graph.blocking(n.uid)
 	if len(blocking) == 0 {
-		sr, _ := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+		sr, _ := c.resourceFor(n.kind.groupKind)
 		return c.removeFinalizer(ctx, sr, latest, metav1.FinalizerDeleteDependents)
 	}
 	for _, d := range blocking {
@@ -286,16 +321,16 @@ func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) erro
 		if !ok {
 			continue
 		}
-		sr, ok := c.resourceFor(dn.ref.groupVersionKind().GroupKind())
+		sr, ok := c.resourceFor(dn.kind.groupKind)
 		if !ok {
 			return errUnresolved
 		}
 		ns := ""
 		if sr.namespaced {
-			ns = dn.ref.Namespace
+			ns = dn.namespace
 		}
-		dep, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, dn.ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || (err == nil && dep.UID != dn.ref.UID) {
+		dep, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, dn.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && dep.UID != dn.uid) {
 			continue
 		}
 		if err != nil {
@@ -309,15 +344,15 @@ func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) erro
 			return err
 		}
 	}
-	sr, ok := c.resourceFor(n.ref.groupVersionKind().GroupKind())
+	sr, ok := c.resourceFor(n.kind.groupKind)
 	if !ok {
 		return errUnresolved
 	}
 	ns := ""
 	if sr.namespaced {
-		ns = n.ref.Namespace
+		ns = n.namespace
 	}
-	owner, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.ref.Name, metav1.GetOptions{})
+	owner, err := c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, n.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && owner.UID != uid) {
 		return nil
 	}
