@@ -91,6 +91,9 @@ func withCheckReasons(next http.Handler, authz authorizer.Authorizer) http.Handl
 		lines := strings.Split(rec.Body.String(), "\n")
 		for i, line := range lines {
 			name, ok := strings.CutPrefix(line, "[-]")
+			if !ok {
+				continue
+			}
 			if name, ok = strings.CutSuffix(name, " failed: reason withheld"); !ok {
 				continue
 			}
