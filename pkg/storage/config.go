@@ -383,7 +383,7 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 
 	decorator := generic.UndecoratedStorage
 	if cached {
-		decorator = genericregistry.StorageWithCacher()
+		decorator = withCacheAttrs(genericregistry.StorageWithCacher())
 	}
 	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),

@@ -2,12 +2,16 @@ package storage
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
 	"runtime"
 	"testing"
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -39,8 +43,10 @@ func internSample(name string) *benchv1.Sample {
 
 // Interning changes no value, in any storage encoding (the codec the
 // options build against one without it), and two decoded objects share
-// their repeated metadata: label keys and values, the namespace, managed
-// fields' strings and field sets.
+// their repeated metadata: the namespace, finalizers, owner kinds, managed
+// fields' strings and field sets; their labels stay their own (the
+// objects a decode returns may be changed: only the watch cache shares
+// label maps, cacheAttrs).
 func TestInternMetadata(t *testing.T) {
 	for _, mt := range writtenMediaTypes {
 		t.Run(mt, func(t *testing.T) {
@@ -71,13 +77,9 @@ func TestInternMetadata(t *testing.T) {
 				}
 			}
 			same("namespace", a.Namespace, b.Namespace)
-			same("label value", a.Labels["bench.customapi.io/label-3"], b.Labels["bench.customapi.io/label-3"])
-			for k := range a.Labels {
-				for k2 := range b.Labels {
-					if k == k2 {
-						same("label key", k, k2)
-					}
-				}
+			a.Labels["changed"] = "a"
+			if _, ok := b.Labels["changed"]; ok {
+				t.Error("the labels of two decoded objects are one map")
 			}
 			same("manager", a.ManagedFields[0].Manager, b.ManagedFields[0].Manager)
 			same("finalizer", a.Finalizers[0], b.Finalizers[0])
@@ -89,9 +91,44 @@ func TestInternMetadata(t *testing.T) {
 	}
 }
 
-// BenchmarkCachedObjectBytes reports the live heap of a decoded sample
-// (bytes/object, what a watch cache holds per object) and the decode time,
-// in JSON and protobuf, with and without interning.
+// The watch cache's objects with equal labels share one map, its keys
+// and values interned; other label sets get maps of their own; the
+// labels cacheAttrs returns are the object's.
+func TestCacheAttrs(t *testing.T) {
+	attrs := cacheAttrs(func(obj k8sruntime.Object) (labels.Set, fields.Set, error) {
+		return labels.Set(obj.(*benchv1.Sample).Labels), nil, nil
+	})
+	a, b, c := internSample("a"), internSample("b"), internSample("c")
+	c.Labels["extra"] = "label"
+	want := maps.Clone(a.Labels)
+	var sets []labels.Set
+	for _, s := range []*benchv1.Sample{a, b, c} {
+		l, _, err := attrs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reflect.ValueOf(l).UnsafePointer() != reflect.ValueOf(s.Labels).UnsafePointer() {
+			t.Fatalf("%s: the labels returned are not the object's", s.Name)
+		}
+		sets = append(sets, l)
+	}
+	if !maps.Equal(a.Labels, want) {
+		t.Fatalf("labels changed: %v, want %v", a.Labels, want)
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() != reflect.ValueOf(b.Labels).UnsafePointer() {
+		t.Error("equal label sets: two maps")
+	}
+	if reflect.ValueOf(a.Labels).UnsafePointer() == reflect.ValueOf(c.Labels).UnsafePointer() {
+		t.Error("different label sets: one map")
+	}
+	if len(sets[2]) != len(want)+1 {
+		t.Errorf("c's labels: %v", sets[2])
+	}
+}
+
+// BenchmarkCachedObjectBytes reports the live heap of a sample as a watch
+// cache holds it (bytes/object: decoded, and for "interned" with the
+// cache's shared labels too) and the decode time, in JSON and protobuf.
 func BenchmarkCachedObjectBytes(b *testing.B) {
 	for _, mt := range []string{k8sruntime.ContentTypeJSON, k8sruntime.ContentTypeProtobuf} {
 		codec, plain := writtenCodecs(b, mt)
@@ -109,9 +146,15 @@ func BenchmarkCachedObjectBytes(b *testing.B) {
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
+				attrs := cacheAttrs(func(k8sruntime.Object) (labels.Set, fields.Set, error) { return nil, nil, nil })
 				for i := range keep {
 					if objs[i], _, err = c.codec.Decode(data, nil, nil); err != nil {
 						b.Fatal(err)
+					}
+					if c.name == "interned" {
+						if _, _, err := attrs(objs[i]); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
 				runtime.GC()
