@@ -94,8 +94,10 @@ func internMetadata(obj runtime.Object) {
 		e := &m.ManagedFields[i]
 		e.Manager, e.APIVersion, e.FieldsType, e.Subresource = intern(e.Manager), intern(e.APIVersion), intern(e.FieldsType), intern(e.Subresource)
 		e.Operation = metav1.ManagedFieldsOperationType(intern(string(e.Operation)))
-		if e.FieldsV1 != nil && len(e.FieldsV1.Raw) != 0 && len(e.FieldsV1.Raw) <= internMaxValue {
-			s := intern(string(e.FieldsV1.Raw))
+		if raw := e.FieldsV1.GetRawBytes(); len(raw) != 0 && len(raw) <= internMaxValue {
+			s := intern(string(raw))
+			// SetRawBytes would copy; sharing the canonical bytes is the point.
+			//lint:ignore SA1019 the field is assigned directly so that equal field sets share one array
 			e.FieldsV1.Raw = unsafe.Slice(unsafe.StringData(s), len(s))
 		}
 	}

@@ -84,7 +84,7 @@ func TestInternMetadata(t *testing.T) {
 			same("manager", a.ManagedFields[0].Manager, b.ManagedFields[0].Manager)
 			same("finalizer", a.Finalizers[0], b.Finalizers[0])
 			same("owner kind", a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind)
-			if &a.ManagedFields[0].FieldsV1.Raw[0] != &b.ManagedFields[0].FieldsV1.Raw[0] {
+			if &a.ManagedFields[0].FieldsV1.GetRawBytes()[0] != &b.ManagedFields[0].FieldsV1.GetRawBytes()[0] {
 				t.Error("field sets: two copies")
 			}
 		})
