@@ -20,9 +20,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage"
+	"github.com/customapi/customapi/pkg/version"
 )
 
 // BackupOptions says what Backup saves and where.
@@ -41,7 +42,7 @@ type BackupOptions struct {
 	// they name is snapshotted too, after the main one, into
 	// OverrideSnapshotEntry(i) (Manifest.EtcdOverrides). They must name
 	// the resources the data dir's server records
-	// (server.CheckEtcdOverrides): Backup refuses to leave any out.
+	// (datadir.CheckEtcdOverrides): Backup refuses to leave any out.
 	EtcdOverrides []storage.Override
 	// Output is the archive file to write (mode 0600; an existing file is
 	// replaced atomically). A name ending in .gz or .tgz is compressed with
@@ -59,9 +60,9 @@ type BackupOptions struct {
 // else from the data dir's embedded etcd: while a server runs on the data
 // dir (it holds <data-dir>/lock), from that server's embedded etcd (found
 // through etcd.RunningEmbedded); when none runs, Backup takes the data
-// dir's lock (server.LockDataDir) and starts the embedded etcd itself for
+// dir's lock (datadir.Lock) and starts the embedded etcd itself for
 // the snapshot, so that a server starting meanwhile fails with
-// *server.DataDirInUseError rather than sharing the data dir.
+// *datadir.InUseError rather than sharing the data dir.
 //
 // The files are every regular file under the data dir (symbolic links
 // followed) except the lock file and the embedded etcd's directory
@@ -76,7 +77,7 @@ type BackupOptions struct {
 //
 // A server that stores some resources on etcds of their own
 // (--etcd-servers-overrides) records them in its data dir
-// (server.EtcdOverridesFile); Backup then needs the same overrides in
+// (datadir.EtcdOverridesFile); Backup then needs the same overrides in
 // o.EtcdOverrides and snapshots each of those etcds as well, and fails
 // before taking any snapshot otherwise, naming the flag and the value to
 // pass: a backup never silently leaves a resource out.
@@ -106,10 +107,10 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 	if err := (storage.Config{Overrides: o.EtcdOverrides}).ValidateWithoutEtcd(); err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
-	if err := server.CheckEtcdOverrides(dataDir, o.EtcdOverrides, "backup"); err != nil {
+	if err := datadir.CheckEtcdOverrides(dataDir, o.EtcdOverrides, "backup"); err != nil {
 		return nil, err
 	}
-	record, err := server.ReadEtcdOverrides(dataDir)
+	record, err := datadir.ReadEtcdOverrides(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
@@ -124,7 +125,7 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{Format: Format, Created: time.Now().UTC(), CustomapiVersion: server.ReadBuildInfo().Version, DataDir: dataDir}
+	m := &Manifest{Format: Format, Created: time.Now().UTC(), CustomapiVersion: version.ReadBuildInfo().Version, DataDir: dataDir}
 	snapPath := filepath.Join(tmp, "snapshot.db")
 	if len(o.Etcd.Endpoints) != 0 {
 		m.Etcd = strings.Join(o.Etcd.Endpoints, ",")
@@ -173,9 +174,9 @@ func Backup(ctx context.Context, o BackupOptions) (*Manifest, error) {
 
 // embeddedSnapshot snapshots the embedded etcd of dataDir into path: the
 // running server's, or one started under the data dir's lock
-// (server.OpenEmbeddedEtcd).
+// (datadir.OpenEmbeddedEtcd).
 func embeddedSnapshot(ctx context.Context, dataDir, path string, progress *Progress) (SnapshotInfo, error) {
-	cfg, started, release, err := server.OpenEmbeddedEtcd(ctx, dataDir, etcd.EmbeddedConfig{})
+	cfg, started, release, err := datadir.OpenEmbeddedEtcd(ctx, dataDir, etcd.EmbeddedConfig{})
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -197,7 +198,7 @@ func overrideNames(grs []schema.GroupResource) []string {
 
 // recordedResources returns the served resources the server's record says
 // the overrides of grs hold, or grs' own names without a record.
-func recordedResources(rec *server.EtcdOverridesRecord, grs []schema.GroupResource) []string {
+func recordedResources(rec *datadir.EtcdOverridesRecord, grs []schema.GroupResource) []string {
 	var out []string
 	for _, gr := range grs {
 		found := false
@@ -237,10 +238,10 @@ func readDataDirFiles(dir string, skip func(abs string) bool) ([]dataDirFile, er
 		if rel == "." {
 			return nil
 		}
-		if rel == server.EtcdDataDirName && d.IsDir() {
+		if rel == datadir.EtcdDir && d.IsDir() {
 			return filepath.SkipDir
 		}
-		if rel == server.DataDirLockFile || skip(path) {
+		if rel == datadir.LockFile || skip(path) {
 			return nil
 		}
 		st, err := os.Stat(path) // follows a symbolic link

@@ -12,8 +12,8 @@ import (
 
 	"github.com/customapi/customapi/pkg/backup"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // TestBackupExternalEtcd: with an external etcd the snapshot comes from it,
@@ -39,7 +39,7 @@ func TestBackupExternalEtcd(t *testing.T) {
 		"ca.crt":                  []byte("ca"),
 		"encryption-key.yaml":     []byte("secret key"),
 		"keys/kms.sock.conf":      []byte("nested"),
-		server.DataDirLockFile:    []byte("123\n"),
+		datadir.LockFile:          []byte("123\n"),
 		"etcd/member/snap/db":     []byte("not archived: the snapshot is"),
 		"etcd/" + etcd.TLSDirName: nil,
 	}
@@ -93,10 +93,10 @@ func TestBackupExternalEtcd(t *testing.T) {
 			t.Errorf("%s: mode %v, %v; want 0600", name, st.Mode().Perm(), err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(restored, server.DataDirLockFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(restored, datadir.LockFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("restored lock file: %v", err)
 	}
-	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: server.EmbeddedEtcdDir(restored), UnsafeNoFsync: true})
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: datadir.EmbeddedEtcdDir(restored), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +125,10 @@ func TestBackupExternalEtcd(t *testing.T) {
 func TestBackupErrors(t *testing.T) {
 	noEtcd := t.TempDir()
 	starting := t.TempDir() // a server holds the lock, its etcd not up yet
-	if err := os.MkdirAll(filepath.Join(server.EmbeddedEtcdDir(starting), "member"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(datadir.EmbeddedEtcdDir(starting), "member"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	release, err := server.LockDataDir(starting)
+	release, err := datadir.Lock(starting)
 	if err != nil {
 		t.Fatal(err)
 	}

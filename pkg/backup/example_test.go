@@ -12,6 +12,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/backup"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -51,7 +52,7 @@ func Example() {
 	if _, err := backup.Restore(ctx, backup.RestoreOptions{Archive: archive, DataDir: restored}); err != nil {
 		log.Fatal(err)
 	}
-	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: server.EmbeddedEtcdDir(restored)})
+	e, err := etcd.StartEmbedded(ctx, etcd.EmbeddedConfig{DataDir: datadir.EmbeddedEtcdDir(restored)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type Manifest struct {
 	// Created is when the snapshot was taken (UTC).
 	Created time.Time `json:"created"`
 	// CustomapiVersion is the version of the customapi that wrote the
-	// archive (server.ReadBuildInfo).
+	// archive (version.ReadBuildInfo).
 	CustomapiVersion string `json:"customapiVersion,omitempty"`
 	// DataDir is the absolute data dir the files came from.
 	DataDir string `json:"dataDir"`
@@ -90,7 +90,7 @@ type EtcdOverrideSnapshot struct {
 	// Resources are the served resources whose objects it holds: the
 	// overridden ones and those stored as them ("events",
 	// "events.events.k8s.io"), as the data dir's server recorded them
-	// (server.EtcdOverridesRecord); without a record, Overrides' resources.
+	// (datadir.EtcdOverridesRecord); without a record, Overrides' resources.
 	Resources []string `json:"resources"`
 	// Snapshot describes the entry.
 	Snapshot SnapshotInfo `json:"snapshot"`

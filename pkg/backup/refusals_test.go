@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/customapi/customapi/pkg/backup"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
 // checkRefusals restores archive (a good backup) where it must be
@@ -97,7 +97,7 @@ func checkRefusals(t *testing.T, archive, runningDataDir string) {
 }
 
 func isInUse(err error) bool {
-	var inUse *server.DataDirInUseError
+	var inUse *datadir.InUseError
 	return errors.As(err, &inUse)
 }
 

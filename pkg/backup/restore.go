@@ -20,8 +20,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // ErrNotBackup is wrapped by Restore's and ReadManifest's error when the
@@ -61,7 +61,7 @@ type RestoreOptions struct {
 // restore` prints the command for each.
 //
 // It refuses a data dir that a server (or another tool) holds locked
-// (*server.DataDirInUseError) and one that exists and is not empty, before
+// (*datadir.InUseError) and one that exists and is not empty, before
 // reading the archive. Everything is written into a temporary directory
 // beside DataDir, checked (every file's size and SHA-256 against the
 // manifest, the snapshot with VerifySnapshot and against the manifest's
@@ -137,7 +137,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 	if bump == 0 {
 		bump = DefaultRevisionBump
 	}
-	etcdDir := server.EmbeddedEtcdDir(tmp)
+	etcdDir := datadir.EmbeddedEtcdDir(tmp)
 	o.Progress.note("restore: etcd snapshot at revision %d (%d keys), revision bumped by %d and marked compacted", info.Revision, info.TotalKeys, bump)
 	if err := restoreVerified(snapPath, etcdDir, bump); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -196,8 +196,8 @@ func checkNewDataDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("restore: data dir %s exists and is not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, server.DataDirLockFile)); err == nil {
-		release, err := server.LockDataDir(dir)
+	if _, err := os.Stat(filepath.Join(dir, datadir.LockFile)); err == nil {
+		release, err := datadir.Lock(dir)
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
@@ -282,7 +282,7 @@ func extract(r io.Reader, name, dir, snapPath string, overridePath func(int) str
 	for _, f := range m.Files {
 		clean := path.Clean(f.Name)
 		if clean != f.Name || clean == "." || path.IsAbs(clean) || strings.HasPrefix(clean, "../") || clean == ".." ||
-			clean == server.DataDirLockFile || clean == server.EtcdDataDirName || strings.HasPrefix(clean, server.EtcdDataDirName+"/") {
+			clean == datadir.LockFile || clean == datadir.EtcdDir || strings.HasPrefix(clean, datadir.EtcdDir+"/") {
 			return nil, fmt.Errorf("backup %s: %w: the manifest names file %q", name, ErrNotBackup, f.Name)
 		}
 		want[f.Name] = f

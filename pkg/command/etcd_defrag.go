@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
@@ -71,7 +71,7 @@ first client URL.`,
 				}
 				var ec etcd.EmbeddedConfig
 				embedded.ApplyTo(&ec)
-				c, started, release, err := server.OpenEmbeddedEtcd(ctx, dir, ec)
+				c, started, release, err := datadir.OpenEmbeddedEtcd(ctx, dir, ec)
 				if err != nil {
 					return err
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/command"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
@@ -293,7 +294,7 @@ func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 	if err := kube.RbacV1().ClusterRoles().Delete(ctx, "view", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete clusterrole view under NOSPACE: %v", err)
 	}
-	etcdCfg, err := etcd.RunningEmbedded(server.EmbeddedEtcdDir(dataDir))
+	etcdCfg, err := etcd.RunningEmbedded(datadir.EmbeddedEtcdDir(dataDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 	checkAcked("after recovery")
 	// The record the restart could not write is written once etcd has
 	// room (the ClusterRole and namespaces wait for the next start).
-	if etcdCfg, err = etcd.RunningEmbedded(server.EmbeddedEtcdDir(dataDir)); err != nil { // the restarted etcd's port
+	if etcdCfg, err = etcd.RunningEmbedded(datadir.EmbeddedEtcdDir(dataDir)); err != nil { // the restarted etcd's port
 		t.Fatal(err)
 	}
 	raw, err = etcdCfg.NewClient(ctx)
@@ -386,7 +387,7 @@ func TestEtcdDefragCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			dataDir := t.TempDir()
-			cfg := etcd.EmbeddedConfig{DataDir: server.EmbeddedEtcdDir(dataDir), UnsafeNoFsync: true, QuotaBackendBytes: noSpaceQuota}
+			cfg := etcd.EmbeddedConfig{DataDir: datadir.EmbeddedEtcdDir(dataDir), UnsafeNoFsync: true, QuotaBackendBytes: noSpaceQuota}
 			e, err := etcd.StartEmbedded(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -425,7 +426,7 @@ func TestEtcdDefragCommand(t *testing.T) {
 			if !tc.external {
 				// The lock is released and the etcd stopped: it starts
 				// again, without the alarm.
-				release, err := server.LockDataDir(dataDir)
+				release, err := datadir.Lock(dataDir)
 				if err != nil {
 					t.Fatalf("lock after etcd defrag: %v", err)
 				}
@@ -469,7 +470,7 @@ func TestEtcdDefragCommand(t *testing.T) {
 			t.Errorf("etcd defrag %v: %v, want an error containing %q", tc.args, err, tc.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(noEtcd, server.DataDirLockFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(noEtcd, datadir.LockFile)); err == nil {
 		t.Errorf("a refused etcd defrag left a lock file in %s", noEtcd)
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/internal/pki"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
 // newKubeconfigCommand is `kubeconfig`: a kubeconfig with a client
 // certificate for another user, from the data dir's CA.
 func newKubeconfigCommand(cfg Config) *cobra.Command {
-	o := server.UserKubeconfigOptions{DataDir: cfg.dataDir()}
+	o := datadir.UserKubeconfigOptions{DataDir: cfg.dataDir()}
 	output := ""
 	cmd := &cobra.Command{
 		Use:   "kubeconfig --user NAME [--group GROUP]... [--data-dir DIR] [-o FILE]",
@@ -30,7 +30,7 @@ holds the user's private key: -o writes it with mode 0600 (standard output is th
 expires (--validity), only its user's bindings removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := server.UserKubeconfig(o)
+			data, err := datadir.UserKubeconfig(o)
 			if err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ expires (--validity), only its user's bindings removed.`,
 	fs.StringSliceVar(&o.Groups, "group", nil, "Group of the user (the certificate's Organization); repeatable or comma-separated.")
 	fs.StringVar(&o.Server, "server", "", "URL of the server; default: the one in <data-dir>/admin.kubeconfig.")
 	fs.StringVarP(&output, "output", "o", "", "Write the kubeconfig to this file, mode 0600, instead of standard output.")
-	fs.DurationVar(&o.Validity, "validity", server.DefaultUserCertValidity, "How long the certificate is valid.")
+	fs.DurationVar(&o.Validity, "validity", datadir.DefaultUserCertValidity, "How long the certificate is valid.")
 	_ = cmd.MarkFlagRequired("user")
 	return cmd
 }

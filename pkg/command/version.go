@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/version"
 )
 
 // newVersionCommand is `version`: customapi's build information and, for a
@@ -35,10 +35,10 @@ built without VCS information (-buildvcs=false). A running server reports the sa
 	}
 }
 
-// versionLine is what `version` prints: server.ReadBuildInfo's line, led by
+// versionLine is what `version` prints: version.ReadBuildInfo's line, led by
 // "<name>: <module> <version>; " when the main module is not customapi.
 func versionLine(name string) string {
-	line := server.ReadBuildInfo().String()
+	line := version.ReadBuildInfo().String()
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Path != "" && info.Main.Path != "github.com/customapi/customapi" {
 		line = fmt.Sprintf("%s: %s %s; %s", name, info.Main.Path, info.Main.Version, line)
 	}

@@ -36,13 +36,13 @@ type Options struct {
 type Server struct {
 	// URL is the server's base URL, for example https://127.0.0.1:41235.
 	URL string
-	// Config authenticates as the admin user (server.AdminUser, group
-	// server.AdminGroup: subject to authorization and the in-flight
+	// Config authenticates as the admin user (datadir.AdminUser, group
+	// datadir.AdminGroup: subject to authorization and the in-flight
 	// limits; allowed everything under the default AlwaysAllow and, with
 	// RBAC, by its cluster-admin binding) and trusts the server's CA.
 	Config *rest.Config
 	// SuperAdminConfig authenticates as the break-glass super-admin
-	// (server.SuperAdminUser, group system:masters: allowed everything by
+	// (datadir.SuperAdminUser, group system:masters: allowed everything by
 	// any authorization mode, never refused by the in-flight limits), for
 	// tests that must bypass authorization.
 	SuperAdminConfig *rest.Config

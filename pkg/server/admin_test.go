@@ -29,6 +29,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -80,11 +81,11 @@ func TestAdminIsSubjectToRBAC(t *testing.T) {
 	admin := clientsetFor(t, s, s.Config.BearerToken)
 	super := clientsetFor(t, s, s.SuperAdminConfig.BearerToken)
 
-	if name, groups := whoami(t, admin); name != server.AdminUser || !slices.Equal(groups, []string{server.AdminGroup, user.AllAuthenticated}) {
-		t.Fatalf("admin is %q %v, want %q [%s %s]", name, groups, server.AdminUser, server.AdminGroup, user.AllAuthenticated)
+	if name, groups := whoami(t, admin); name != datadir.AdminUser || !slices.Equal(groups, []string{datadir.AdminGroup, user.AllAuthenticated}) {
+		t.Fatalf("admin is %q %v, want %q [%s %s]", name, groups, datadir.AdminUser, datadir.AdminGroup, user.AllAuthenticated)
 	}
-	if name, groups := whoami(t, super); name != server.SuperAdminUser || !slices.Contains(groups, user.SystemPrivilegedGroup) {
-		t.Fatalf("super-admin is %q %v, want %q in %s", name, groups, server.SuperAdminUser, user.SystemPrivilegedGroup)
+	if name, groups := whoami(t, super); name != datadir.SuperAdminUser || !slices.Contains(groups, user.SystemPrivilegedGroup) {
+		t.Fatalf("super-admin is %q %v, want %q in %s", name, groups, datadir.SuperAdminUser, user.SystemPrivilegedGroup)
 	}
 	for path, token := range map[string]string{s.KubeconfigPath: s.Config.BearerToken, s.SuperAdminKubeconfigPath: s.SuperAdminConfig.BearerToken} {
 		st, err := os.Stat(path)
@@ -107,7 +108,7 @@ func TestAdminIsSubjectToRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.RoleRef.Name != "cluster-admin" || len(b.Subjects) != 1 || b.Subjects[0] != (rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: server.AdminGroup}) {
+	if b.RoleRef.Name != "cluster-admin" || len(b.Subjects) != 1 || b.Subjects[0] != (rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: datadir.AdminGroup}) {
 		t.Fatalf("binding %s: roleRef %v subjects %v", b.Name, b.RoleRef, b.Subjects)
 	}
 	list := request{method: http.MethodGet, path: customsIn("default")}

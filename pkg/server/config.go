@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"sync"
+
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
 // Config is a validated Options with the data directory prepared (see
@@ -14,17 +16,17 @@ type Config struct {
 	Options Options
 	// CAData is the PEM CA certificate that signed the serving certificate.
 	CAData []byte
-	// AdminToken is the bearer token of the admin user (AdminUser, group
-	// AdminGroup: what RBAC grants it, subject to the in-flight limits;
-	// system:masters in a data dir made by an earlier customapi, see
-	// LegacyAdmin).
+	// AdminToken is the bearer token of the admin user
+	// (datadir.AdminUser, group datadir.AdminGroup: what RBAC grants it,
+	// subject to the in-flight limits; system:masters in a data dir made
+	// by an earlier customapi, see LegacyAdmin).
 	AdminToken string
 	// KubeconfigPath is <data-dir>/admin.kubeconfig, written by
 	// Server.Run when it starts serving.
 	KubeconfigPath string
 	// SuperAdminToken is the bearer token of the break-glass user
-	// SuperAdminUser (group system:masters: allowed everything, exempt
-	// from the in-flight limits).
+	// datadir.SuperAdminUser (group system:masters: allowed everything,
+	// exempt from the in-flight limits).
 	SuperAdminToken string
 	// SuperAdminKubeconfigPath is <data-dir>/super-admin.kubeconfig,
 	// written by Server.Run with admin.kubeconfig.
@@ -50,7 +52,7 @@ func (c *Config) Close() error { return c.owned.release() }
 
 // owned is what a Config holds on behalf of the server built from it.
 type owned struct {
-	lock     *dataDirLock
+	dataDir  *datadir.Owner
 	listener net.Listener
 
 	once sync.Once
@@ -71,7 +73,7 @@ func (o *owned) release() error {
 				errs = append(errs, err)
 			}
 		}
-		if err := o.lock.release(); err != nil {
+		if err := o.dataDir.Release(); err != nil {
 			errs = append(errs, err)
 		}
 		o.err = errors.Join(errs...)

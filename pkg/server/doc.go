@@ -15,10 +15,12 @@
 // Secure by default: HTTPS only, on 127.0.0.1:6443; a CA, an ECDSA P-256
 // serving certificate and two bearer tokens are generated into the data
 // directory on first start and reused afterwards:
-// <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in as AdminUser, an
-// ordinary user in AdminGroup (bound to cluster-admin under RBAC, held to
-// the in-flight limits of LimitOptions), and super-admin.kubeconfig as
-// SuperAdminUser in system:masters, the break-glass credential. TLS 1.2
+// <data-dir>/admin.kubeconfig (mode 0600) lets kubectl in as
+// datadir.AdminUser, an ordinary user in datadir.AdminGroup (bound to
+// cluster-admin under RBAC, held to the in-flight limits of LimitOptions),
+// and super-admin.kubeconfig as datadir.SuperAdminUser in system:masters,
+// the break-glass credential (package datadir holds the data dir's
+// layout). TLS 1.2
 // with ECDHE AEAD suites or TLS 1.3 only (TLSOptions). Anonymous
 // requests get 401. Bearer tokens (--token-auth-file, kube's CSV format),
 // JWTs of OIDC issuers (--authentication-config, kube's

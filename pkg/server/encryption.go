@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -15,21 +13,8 @@ import (
 	encryptionconfigcontroller "k8s.io/apiserver/pkg/server/options/encryptionconfig/controller"
 	"k8s.io/apiserver/pkg/storage/value"
 
-	"github.com/customapi/customapi/internal/pki"
+	"github.com/customapi/customapi/pkg/datadir"
 )
-
-// EncryptionConfigFile is the EncryptionConfiguration that `serve`
-// generates in the data dir (mode 0600) when SecretsEncryption is on and no
-// --encryption-provider-config is given: a random 32-byte secretbox key
-// named DefaultEncryptionKeyName for secrets, then identity. It holds the
-// only copy of the key: a backup of the data dir must include it, or the
-// restored Secrets cannot be read.
-const EncryptionConfigFile = "encryption-config.yaml"
-
-// DefaultEncryptionKeyName is the name of the key in a generated
-// EncryptionConfigFile; values it encrypts start with
-// k8s:enc:secretbox:v1:key1: in etcd.
-const DefaultEncryptionKeyName = "key1"
 
 // encryptionAPIServerID labels the KMS v2 metrics of the transformers
 // (kube-apiserver passes its --apiserver-id-derived identity).
@@ -45,7 +30,7 @@ type EncryptionOptions struct {
 	// per resource (wildcards *.* and *.<group> as kube) the providers
 	// identity, aescbc, aesgcm, secretbox and kms (apiVersion v2), the first
 	// key of the first provider encrypting, all of them decrypting. It
-	// replaces the generated EncryptionConfigFile.
+	// replaces the generated datadir.EncryptionConfigFile.
 	ProviderConfigFile string
 	// AutomaticReload re-reads the configuration file once a minute and
 	// uses a new valid content without a restart; an invalid content is
@@ -54,7 +39,8 @@ type EncryptionOptions struct {
 	// one check, kms-providers, as in kube-apiserver.
 	AutomaticReload bool
 	// SecretsEncryption, when ProviderConfigFile is empty and etcd is
-	// embedded, encrypts secrets with the key of <data-dir>/EncryptionConfigFile,
+	// embedded, encrypts secrets with the key of
+	// <data-dir>/encryption-config.yaml (datadir.EncryptionConfigFile),
 	// generating that file on the first start (--secrets-encryption,
 	// default true). A data dir whose secrets were written before stays
 	// readable (identity is the last provider); `customapi storage
@@ -90,8 +76,8 @@ func (e *EncryptionOptions) addReloadFlag(fs *pflag.FlagSet) {
 // command working on the stored objects takes too (Options.AddStorageFlags;
 // the reload is a serving matter).
 func (e *EncryptionOptions) addStorageFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile, "EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's): which resources are encrypted in etcd, with which providers (identity, aescbc, aesgcm, secretbox, kms v2) and keys. Replaces the generated <data-dir>/"+EncryptionConfigFile+".")
-	fs.BoolVar(&e.SecretsEncryption, "secrets-encryption", e.SecretsEncryption, "Without --encryption-provider-config and with the embedded etcd: encrypt Secrets in etcd with a key generated into <data-dir>/"+EncryptionConfigFile+" (secretbox, mode 0600; back it up with the data dir).")
+	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile, "EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's): which resources are encrypted in etcd, with which providers (identity, aescbc, aesgcm, secretbox, kms v2) and keys. Replaces the generated <data-dir>/"+datadir.EncryptionConfigFile+".")
+	fs.BoolVar(&e.SecretsEncryption, "secrets-encryption", e.SecretsEncryption, "Without --encryption-provider-config and with the embedded etcd: encrypt Secrets in etcd with a key generated into <data-dir>/"+datadir.EncryptionConfigFile+" (secretbox, mode 0600; back it up with the data dir).")
 }
 
 // Validate returns the problems of the options; externalEtcd says whether
@@ -118,7 +104,7 @@ func (e *EncryptionOptions) configFile(dataDir string, embedded bool) (path stri
 	if !embedded {
 		return "", false, nil
 	}
-	path = filepath.Join(dataDir, EncryptionConfigFile)
+	path = filepath.Join(dataDir, datadir.EncryptionConfigFile)
 	if e.SecretsEncryption {
 		return path, true, nil
 	}
@@ -129,52 +115,16 @@ func (e *EncryptionOptions) configFile(dataDir string, embedded bool) (path stri
 	return "", false, nil
 }
 
-// ensureGenerated writes the default EncryptionConfigFile into dataDir
-// unless it exists (it is then used as it is: it may have been edited, for
-// example to rotate its key). The key is 32 random bytes.
+// ensureGenerated writes the data dir's datadir.EncryptionConfigFile unless it
+// exists (datadir.EnsureEncryptionConfig), when configFile says the
+// generated file is the one to use.
 func (e *EncryptionOptions) ensureGenerated(dataDir string, embedded bool) error {
-	path, generated, err := e.configFile(dataDir, embedded)
+	_, generated, err := e.configFile(dataDir, embedded)
 	if err != nil || !generated {
 		return err
 	}
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("encryption config: %w", err)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("encryption key: %w", err)
-	}
-	if err := pki.WriteFileAtomic(path, defaultEncryptionConfig(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
-		return fmt.Errorf("encryption config: %w", err)
-	}
-	return nil
-}
-
-// defaultEncryptionConfig is the generated file's content. secretbox
-// (XSalsa20-Poly1305, authenticated, 24-byte random nonces) is what the
-// Kubernetes docs rate strong among the local providers: aescbc is open to
-// padding-oracle attacks and aesgcm's random 96-bit nonces need a new key
-// every 200,000 writes. identity last keeps values written before readable.
-func defaultEncryptionConfig(secret string) []byte {
-	return fmt.Appendf(nil, `# Generated by customapi serve (--secrets-encryption): the key that encrypts
-# Secrets in etcd. Keep it secret and back it up with the data dir: without it
-# the Secrets cannot be read. Edits take effect at the next start (or within a
-# minute with --encryption-provider-config-automatic-reload). To rotate the key
-# or encrypt more resources, see docs/serving.md, "Encryption at rest".
-apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources:
-      - secrets
-    providers:
-      - secretbox:
-          keys:
-            - name: %s
-              secret: %s
-      - identity: {}
-`, DefaultEncryptionKeyName, secret)
+	_, err = datadir.EnsureEncryptionConfig(dataDir)
+	return err
 }
 
 // encryption is a loaded encryption configuration: the transformers for

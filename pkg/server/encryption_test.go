@@ -26,6 +26,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
@@ -219,7 +220,7 @@ func requireNoPlaintextOnDisk(t *testing.T, dir string, plaintexts map[string]st
 func TestSecretsEncryptedByDefault(t *testing.T) {
 	dir := t.TempDir()
 	s := serveEncrypted(t, lifecycleOptions(dir))
-	path := filepath.Join(dir, server.EncryptionConfigFile)
+	path := filepath.Join(dir, datadir.EncryptionConfigFile)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestSecretsEncryptionOptOut(t *testing.T) {
 	if raw := rawSecrets(t, s.srv.Registry()); !bytes.HasPrefix(raw["/registry/secrets/default/plain"], []byte("{")) {
 		t.Errorf("opted out, the secret is stored as %q", raw["/registry/secrets/default/plain"])
 	}
-	if _, err := os.Stat(filepath.Join(dir, server.EncryptionConfigFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, datadir.EncryptionConfigFile)); err == nil {
 		t.Error("opted out, a key was generated")
 	}
 	s.stop(t)
@@ -274,7 +275,7 @@ func TestSecretsEncryptionOptOut(t *testing.T) {
 	o = lifecycleOptions(dir)
 	o.Encryption.SecretsEncryption = false
 	_, err := o.Config()
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, server.EncryptionConfigFile)) {
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, datadir.EncryptionConfigFile)) {
 		t.Fatalf("opt-out with a key: %v; want a refusal naming the file", err)
 	}
 }

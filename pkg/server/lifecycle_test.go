@@ -20,7 +20,9 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/server"
+	customapiversion "github.com/customapi/customapi/pkg/version"
 )
 
 // lifecycleOptions are options for a server in dir on a free loopback port,
@@ -57,7 +59,7 @@ func dirSnapshot(t *testing.T, dir string) map[string]string {
 }
 
 // TestDataDirLock: one Config owns a data dir; a second one fails at once
-// with a *DataDirInUseError naming the dir and the owner's pid, changing no
+// with a *datadir.InUseError naming the dir and the owner's pid, changing no
 // file; once the first is released the dir can be owned again. Config
 // writes no kubeconfig (Run does).
 func TestDataDirLock(t *testing.T) {
@@ -80,12 +82,12 @@ func TestDataDirLock(t *testing.T) {
 	_, err = lifecycleOptions(dir).Config()
 	elapsed := time.Since(start)
 	t.Logf("second Config refused in %s: %v", elapsed, err)
-	var inUse *server.DataDirInUseError
+	var inUse *datadir.InUseError
 	if !errors.As(err, &inUse) {
-		t.Fatalf("second Config: %v, want a *DataDirInUseError", err)
+		t.Fatalf("second Config: %v, want a *datadir.InUseError", err)
 	}
 	if inUse.PID != os.Getpid() || inUse.Dir != dir {
-		t.Errorf("DataDirInUseError %+v, want dir %s pid %d", inUse, dir, os.Getpid())
+		t.Errorf("InUseError %+v, want dir %s pid %d", inUse, dir, os.Getpid())
 	}
 	if msg := err.Error(); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("error %q does not name the data dir and the owner's pid", msg)
@@ -328,7 +330,7 @@ func TestVersionEndpoint(t *testing.T) {
 	if parsed.Major() != 1 || parsed.Minor() != 37 || v.Major != "1" || v.Minor != "37" {
 		t.Errorf("version %+v, want Kubernetes 1.37", v)
 	}
-	b := server.ReadBuildInfo()
+	b := customapiversion.ReadBuildInfo()
 	if want := "customapi.devel"; b.Version == "(devel)" && parsed.BuildMetadata() != want {
 		t.Errorf("gitVersion %q: build metadata %q, want %q", v.GitVersion, parsed.BuildMetadata(), want)
 	}

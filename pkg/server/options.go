@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
@@ -249,7 +249,7 @@ func (o *Options) registryConfig(dataDir string) registry.Config {
 	rc.Storage.EnableGarbageCollection = o.GarbageCollector
 	mc := storage.AlarmMonitorConfig{PollPeriod: o.EtcdAlarmPollPeriod, Recovery: o.etcdRecoveryCommand(dataDir)}
 	if !o.Storage.Etcd.External() {
-		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: filepath.Join(dataDir, etcdDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
+		rc.EmbeddedEtcd = &etcd.EmbeddedConfig{DataDir: datadir.EmbeddedEtcdDir(dataDir), UnsafeNoFsync: o.EtcdUnsafeNoFsync}
 		o.Storage.Embedded.ApplyTo(rc.EmbeddedEtcd)
 		mc.QuotaBackendBytes, mc.Embedded = rc.EmbeddedEtcd.EffectiveQuotaBackendBytes(), true
 	}
@@ -293,9 +293,10 @@ func shellQuote(s string) string {
 // binds the listening port, in this order, before anything slow starts:
 //
 //  1. it creates the data dir (mode 0700) and takes the exclusive lock of
-//     <data-dir>/lock (flock(2), holding this process's pid). When another
-//     process owns the data dir it fails at once with a *DataDirInUseError
-//     naming the dir and the owner's pid, having changed nothing else;
+//     <data-dir>/lock (datadir.Own: flock(2), holding this process's pid).
+//     When another process owns the data dir it fails at once with a
+//     *datadir.InUseError naming the dir and the owner's pid, having
+//     changed nothing else;
 //  2. it binds Serving.BindAddress:SecurePort (unless Serving.Listener is set), so a taken
 //     port fails now with an error naming --secure-port and the address,
 //     before etcd starts;
@@ -324,26 +325,19 @@ func (o *Options) Config() (cfg *Config, err error) {
 		return nil, err
 	}
 	opts.DataDir = dir
-	createdDirs, err := makeDataDir(dir)
+	owner, err := datadir.Own(dir)
 	if err != nil {
 		return nil, err
 	}
-	res := &owned{}
+	res := &owned{dataDir: owner}
 	defer func() {
 		if err != nil {
 			// leave no trace of a start that failed: the lock file and
 			// the directories it created, while empty
-			_ = res.lock.discard()
+			_ = owner.Discard()
 			_ = res.release()
-			removeCreatedDirs(createdDirs)
 		}
 	}()
-	if res.lock, err = lockDataDir(dir); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
 	if opts.Serving.Listener == nil {
 		addr := net.JoinHostPort(opts.Serving.BindAddress.String(), strconv.Itoa(opts.Serving.SecurePort))
 		l, err := net.Listen("tcp", addr)
@@ -357,11 +351,11 @@ func (o *Options) Config() (cfg *Config, err error) {
 	if !ok {
 		return nil, fmt.Errorf("listener address %s is not TCP", opts.Serving.Listener.Addr())
 	}
-	caPEM, err := ensureCertificates(dir, opts.Serving.BindAddress)
+	caPEM, err := datadir.EnsureCertificates(dir, opts.Serving.BindAddress)
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
-	tokens, err := ensureAdminTokens(dir)
+	tokens, err := datadir.EnsureAdminTokens(dir)
 	if err != nil {
 		return nil, fmt.Errorf("admin token: %w", err)
 	}
@@ -372,11 +366,11 @@ func (o *Options) Config() (cfg *Config, err error) {
 	return &Config{
 		Options:                  opts,
 		CAData:                   caPEM,
-		AdminToken:               tokens.admin,
-		KubeconfigPath:           filepath.Join(dir, kubeconfigFile),
-		SuperAdminToken:          tokens.superAdmin,
-		SuperAdminKubeconfigPath: filepath.Join(dir, superAdminKubeconfigFile),
-		LegacyAdmin:              tokens.legacyAdmin,
+		AdminToken:               tokens.Admin,
+		KubeconfigPath:           filepath.Join(dir, datadir.AdminKubeconfigFile),
+		SuperAdminToken:          tokens.SuperAdmin,
+		SuperAdminKubeconfigPath: filepath.Join(dir, datadir.SuperAdminKubeconfigFile),
+		LegacyAdmin:              tokens.LegacyAdmin,
 		URL:                      "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
 		owned:                    res,
 	}, nil

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
 // ServingOptions are where and how the server serves HTTPS, as
@@ -64,8 +66,8 @@ func (o *ServingOptions) applyTo(c *genericapiserver.Config, dataDir string) err
 	serving.BindAddress = o.BindAddress
 	serving.BindPort = o.SecurePort
 	serving.Listener = o.Listener
-	serving.ServerCert.CertKey.CertFile = filepath.Join(dataDir, servingCertFile)
-	serving.ServerCert.CertKey.KeyFile = filepath.Join(dataDir, servingKeyFile)
+	serving.ServerCert.CertKey.CertFile = filepath.Join(dataDir, datadir.ServingCertFile)
+	serving.ServerCert.CertKey.KeyFile = filepath.Join(dataDir, datadir.ServingKeyFile)
 	o.TLS.applyTo(serving)
 	if err := serving.ApplyTo(&c.SecureServing); err != nil {
 		return fmt.Errorf("server: serving: %w", err)

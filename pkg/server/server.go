@@ -41,16 +41,14 @@ import (
 
 	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/admission"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/review"
+	"github.com/customapi/customapi/pkg/version"
 )
-
-// KubernetesVersion is the Kubernetes API version customapi's server
-// speaks (the k8s.io/apiserver it is built on), reported by /version.
-const KubernetesVersion = "1.37"
 
 // Server is an API server for a set of resources. Create it with New, then
 // call Run; Close releases a server that is not run (Run releases it when
@@ -140,7 +138,7 @@ type Server struct {
 // With --etcd-servers-overrides (Options.Storage.Etcd.ServersOverrides)
 // the overridden resources are stored on their etcds (storage.Override),
 // each etcd gets a /readyz check etcd-override-N (see addEtcdCheck), and
-// the overrides are recorded in the data dir (EtcdOverridesFile).
+// the overrides are recorded in the data dir (datadir.EtcdOverridesFile).
 // Errors: invalid resource declarations, missing OpenAPI definitions, an
 // override of a resource not served (ValidateFor), etcd
 // that cannot start or be reached within a minute (the error names the
@@ -313,7 +311,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resource.Resource) (*genericapiserver.Config, authorizer.RuleResolver, error) {
 	o := s.config.Options
 	gc := genericapiserver.NewConfig(codecs)
-	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(KubernetesVersion, "", "")}
+	gc.EffectiveVersion = servedVersion{compatibility.NewEffectiveVersionFromString(version.KubernetesVersion, "", "")}
 	gc.ShutdownDelayDuration = 0
 	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
@@ -344,7 +342,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	// Client certificates signed by the data dir's CA (what `customapi
 	// kubeconfig` mints) or by --client-ca-file authenticate as their CN,
 	// with their Os as groups.
-	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("data-dir-ca", filepath.Join(o.DataDir, caCertFile))
+	ca, err := dynamiccertificates.NewDynamicCAContentFromFile("data-dir-ca", filepath.Join(o.DataDir, datadir.CACertFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: client CA: %w", err)
 	}
@@ -409,7 +407,7 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 // authentication config metrics.
 func (s *Server) authenticator(serverID string) (authenticator.Request, error) {
 	o := s.config.Options
-	tokens, err := tokenfile.NewCSV(filepath.Join(o.DataDir, tokensFile))
+	tokens, err := tokenfile.NewCSV(filepath.Join(o.DataDir, datadir.TokensFile))
 	if err != nil {
 		return nil, fmt.Errorf("server: admin token: %w", err)
 	}
@@ -640,12 +638,12 @@ func (s *Server) release() error {
 // servedVersion is /version: the Kubernetes API version customapi speaks,
 // with customapi's own version in gitVersion's semver build metadata (as
 // k3s reports "v1.29.3+k3s1") and its commit in gitCommit and
-// gitTreeState, from the binary's build info (ReadBuildInfo). For example
+// gitTreeState, from the binary's build info (version.ReadBuildInfo). For example
 // gitVersion "v1.37.0+customapi.v0.4.0", gitCommit "0d7ce76...",
 // gitTreeState "clean". gitVersion stays a semantic version kubectl
 // parses: without -ldflags component-base reports
 // "v0.0.0-master+$Format:%H$", which `kubectl version` cannot parse, so
-// that becomes v<KubernetesVersion>.0.
+// that becomes v<version.KubernetesVersion>.0.
 type servedVersion struct {
 	compatibility.EffectiveVersion
 }
@@ -657,14 +655,14 @@ func (v servedVersion) Info() *apimachineryversion.Info {
 		return nil
 	}
 	if strings.HasPrefix(info.GitVersion, "v0.0.0-") {
-		info.GitVersion, info.GitCommit, info.GitTreeState = "v"+KubernetesVersion+".0", "", ""
+		info.GitVersion, info.GitCommit, info.GitTreeState = "v"+version.KubernetesVersion+".0", "", ""
 	}
-	return withBuildInfo(info, ReadBuildInfo())
+	return withBuildInfo(info, version.ReadBuildInfo())
 }
 
 // withBuildInfo adds customapi's version and commit to info (see
 // servedVersion).
-func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryversion.Info {
+func withBuildInfo(info *apimachineryversion.Info, b version.BuildInfo) *apimachineryversion.Info {
 	if !strings.Contains(info.GitVersion, "+") {
 		info.GitVersion += "+customapi." + semverBuildMetadata(b.Version)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -20,13 +21,14 @@ import (
 // the same storage `customapi serve` with these options would: with the
 // RBAC resources when Authorization.Mode lists RBAC, and values encrypted
 // and decrypted as serve's (--encryption-provider-config, or the data dir's
-// generated EncryptionConfigFile when it exists: it is never generated
+// generated datadir.EncryptionConfigFile when it exists: it is never generated
 // here). A bad encryption configuration fails before etcd is opened.
 //
 // The overrides must name the resources the data dir's server records
-// (CheckEtcdOverrides): a rewrite without them would leave their objects
-// out. With the embedded etcd it takes the data dir's lock first, as Config
-// does, so it fails at once with a *DataDirInUseError while a server (or
+// (datadir.CheckEtcdOverrides): a rewrite without them would leave their
+// objects out. With the embedded etcd it takes the data dir's lock first
+// (datadir.Lock), as Config does, so it fails at once with a
+// *datadir.InUseError while a server (or
 // any other owner) runs on the data dir; it refuses a data dir without
 // etcd data (<data-dir>/etcd) rather than creating an empty one. With
 // --etcd-servers no lock is taken: other servers may be running.
@@ -47,7 +49,7 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 	}
 	// The objects the server keeps on etcds of their own are not left out.
 	overrides, _ := o.Storage.Etcd.Overrides()
-	if err := CheckEtcdOverrides(dir, overrides, "storage"); err != nil {
+	if err := datadir.CheckEtcdOverrides(dir, overrides, "storage"); err != nil {
 		return nil, nil, err
 	}
 	rc := o.registryConfig(dir)
@@ -70,7 +72,7 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 		}
 		return nil, nil, fmt.Errorf("data dir: %w", err)
 	}
-	lock, err := lockDataDir(dir)
+	unlock, err := datadir.Lock(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,12 +84,12 @@ func (o *Options) OpenRegistry(ctx context.Context, resources ...resource.Resour
 		}
 	}
 	if enc, err = e.loadEncryption(ctx, dir, true); err != nil {
-		return nil, nil, errors.Join(err, lock.release())
+		return nil, nil, errors.Join(err, unlock())
 	}
 	rc.Storage.Transformers = enc.transformers
 	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
 		enc.close()
-		return nil, nil, errors.Join(err, lock.release())
+		return nil, nil, errors.Join(err, unlock())
 	}
-	return reg, func() error { err := reg.Close(); enc.close(); return errors.Join(err, lock.release()) }, nil
+	return reg, func() error { err := reg.Close(); enc.close(); return errors.Join(err, unlock()) }, nil
 }

@@ -128,7 +128,7 @@ func TestStorageRewriteCommand(t *testing.T) {
 			res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
 			pid := strconv.Itoa(srv.cmd.Process.Pid)
 			if res.exitCode == 0 || !strings.Contains(res.stderr, "is in use by another customapi process (pid "+pid) {
-				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the DataDirInUseError naming pid %s", res.exitCode, res.stderr, pid)
+				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the datadir.InUseError naming pid %s", res.exitCode, res.stderr, pid)
 			}
 		}
 		start = time.Now()

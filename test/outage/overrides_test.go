@@ -27,6 +27,7 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -199,7 +200,7 @@ func TestEtcdServersOverrides(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The main snapshot: the config map and the custom, no event.
-		mainKeys := keysInSnapshotDir(t, server.EmbeddedEtcdDir(restored))
+		mainKeys := keysInSnapshotDir(t, datadir.EmbeddedEtcdDir(restored))
 		if !slices.Contains(mainKeys, "/registry/configmaps/"+ns+"/cm") || !slices.Contains(mainKeys, "/registry/test/customs/"+ns+"/c-before") ||
 			slices.ContainsFunc(mainKeys, func(k string) bool { return strings.HasPrefix(k, "/registry/events/") }) {
 			t.Errorf("restored main etcd: %v", mainKeys)

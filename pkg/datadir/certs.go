@@ -1,4 +1,4 @@
-package server
+package datadir
 
 import (
 	"crypto/x509"
@@ -12,26 +12,19 @@ import (
 	"github.com/customapi/customapi/internal/pki"
 )
 
-// File names inside the data directory.
-const (
-	caCertFile      = "ca.crt"
-	caKeyFile       = "ca.key"
-	servingCertFile = "serving.crt"
-	servingKeyFile  = "serving.key"
-	tokensFile      = "tokens.csv"
-	kubeconfigFile  = "admin.kubeconfig"
-	etcdDir         = "etcd"
-)
-
 // certValidity is how long generated certificates are valid.
 const certValidity = 10 * 365 * 24 * time.Hour
 
-// ensureCertificates loads the CA and serving certificate from dir, or
-// generates them (ECDSA P-256, by internal/pki) when absent. The serving
-// certificate covers localhost, 127.0.0.1, ::1, the host name and the bind
-// address; it is generated anew when it does not cover them or is about to
-// expire. It returns the CA certificate in PEM form.
-func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
+// EnsureCertificates loads the CA (CACertFile, CAKeyFile) and the serving
+// certificate (ServingCertFile, ServingKeyFile) from the data dir dir, or
+// generates them (ECDSA P-256, valid for ten years) when absent. The
+// serving certificate covers localhost, 127.0.0.1, ::1, the host name and
+// bindAddress (unless nil, unspecified or loopback); it is generated anew
+// when it does not cover them, was not signed by the CA or expires within
+// 30 days. The CA is never replaced: a CA certificate that exists but
+// cannot be read, or whose key cannot, is an error. It returns the CA
+// certificate in PEM form.
+func EnsureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	ca, caPEM, err := loadOrCreateCA(dir)
 	if err != nil {
 		return nil, err
@@ -44,7 +37,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	if host, err := os.Hostname(); err == nil && host != "" && host != "localhost" {
 		names = append(names, host)
 	}
-	certPath := filepath.Join(dir, servingCertFile)
+	certPath := filepath.Join(dir, ServingCertFile)
 	if current, err := pki.ReadCert(certPath); err == nil && current.CheckSignatureFrom(ca.Cert) == nil &&
 		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) {
 		return caPEM, nil
@@ -59,7 +52,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	if err := serving.WriteFiles(certPath, filepath.Join(dir, servingKeyFile)); err != nil {
+	if err := serving.WriteFiles(certPath, filepath.Join(dir, ServingKeyFile)); err != nil {
 		return nil, err
 	}
 	return caPEM, nil
@@ -71,7 +64,7 @@ func ensureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 // cannot, is an error: the CA is never replaced behind the back of the
 // clients that trust it.
 func loadOrCreateCA(dir string) (*pki.KeyPair, []byte, error) {
-	certPath, keyPath := filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile)
+	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
 	if _, err := pki.ReadCert(certPath); err == nil {
 		ca, err := pki.LoadKeyPair(certPath, keyPath)
 		if err != nil {
@@ -95,6 +88,7 @@ func loadOrCreateCA(dir string) (*pki.KeyPair, []byte, error) {
 	return ca, ca.CertPEM(), nil
 }
 
+// covers says whether cert is valid for every name and IP address.
 func covers(cert *x509.Certificate, names []string, ips []net.IP) bool {
 	for _, n := range names {
 		if cert.VerifyHostname(n) != nil {

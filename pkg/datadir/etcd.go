@@ -1,4 +1,4 @@
-package server
+package datadir
 
 import (
 	"context"
@@ -11,41 +11,13 @@ import (
 	"github.com/customapi/customapi/pkg/etcd"
 )
 
-// DataDirLockFile is the name of the lock file in the data dir (see
-// LockDataDir). It holds only the owner's pid: tools that copy a data dir
-// (`customapi backup`) leave it out.
-const DataDirLockFile = lockFile
-
-// EtcdDataDirName is the directory inside the data dir that holds the
-// embedded etcd's data (etcd.EmbeddedConfig.DataDir).
-const EtcdDataDirName = etcdDir
-
-// EmbeddedEtcdDir returns <dataDir>/etcd, the embedded etcd's data dir
-// (etcd.EmbeddedConfig.DataDir) of a server on dataDir.
-func EmbeddedEtcdDir(dataDir string) string { return filepath.Join(dataDir, etcdDir) }
-
-// LockDataDir takes the exclusive lock of <dir>/lock that a server holds
-// while it runs on dir (Options.Config) and writes this process's pid
-// into it, without waiting, for tools that need the data dir to themselves
-// (`customapi backup` without a server, `customapi restore`). dir must
-// exist. When another process owns the data dir the error is a
-// *DataDirInUseError naming dir and the owner's pid. release drops the lock
-// and keeps the file; it is idempotent.
-func LockDataDir(dir string) (release func() error, err error) {
-	l, err := lockDataDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	return l.release, nil
-}
-
 // OpenEmbeddedEtcd returns the client configuration of the embedded etcd
 // of the data dir dir, for a tool that works on it while a server may run
 // (`customapi etcd defrag`, `backup`):
 //   - while a server runs on dir (it holds the data dir's lock), that
 //     server's embedded etcd, found through etcd.RunningEmbedded and
 //     reached with the data dir's client certificate;
-//   - otherwise it takes the data dir's lock (LockDataDir), so that a
+//   - otherwise it takes the data dir's lock (Lock), so that a
 //     server started meanwhile fails at once naming this process, and
 //     starts the embedded etcd with cfg (its DataDir set to
 //     <dir>/etcd) until release.
@@ -63,8 +35,8 @@ func OpenEmbeddedEtcd(ctx context.Context, dir string, cfg etcd.EmbeddedConfig) 
 		}
 		return etcd.ClientConfig{}, false, nil, err
 	}
-	unlock, err := LockDataDir(dir)
-	var inUse *DataDirInUseError
+	unlock, err := Lock(dir)
+	var inUse *InUseError
 	switch {
 	case err == nil:
 		cfg.DataDir = etcdDir

@@ -1,4 +1,4 @@
-package server
+package datadir
 
 import (
 	"errors"
@@ -47,14 +47,14 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	if o.User == "" {
 		return nil, errors.New("a user name is required")
 	}
-	caCert, err := pki.ReadCert(filepath.Join(o.DataDir, caCertFile))
+	caCert, err := pki.ReadCert(filepath.Join(o.DataDir, CACertFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("data dir %s has no CA certificate (%w): point --data-dir at the data dir of a server that has started once", o.DataDir, err)
 		}
 		return nil, fmt.Errorf("data dir %s: CA certificate: %w", o.DataDir, err)
 	}
-	caKey, err := pki.ReadKey(filepath.Join(o.DataDir, caKeyFile))
+	caKey, err := pki.ReadKey(filepath.Join(o.DataDir, CAKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("data dir %s: CA key: %w", o.DataDir, err)
 	}
@@ -62,13 +62,13 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	caPEM := ca.CertPEM()
 	serverURL := o.Server
 	if serverURL == "" {
-		admin, err := clientcmd.LoadFromFile(filepath.Join(o.DataDir, kubeconfigFile))
+		admin, err := clientcmd.LoadFromFile(filepath.Join(o.DataDir, AdminKubeconfigFile))
 		if err != nil {
 			return nil, fmt.Errorf("no server URL given, and %w (start the server once, or pass the URL)", err)
 		}
 		ctx, ok := admin.Contexts[admin.CurrentContext]
 		if !ok || admin.Clusters[ctx.Cluster] == nil {
-			return nil, fmt.Errorf("%s has no current cluster", filepath.Join(o.DataDir, kubeconfigFile))
+			return nil, fmt.Errorf("%s has no current cluster", filepath.Join(o.DataDir, AdminKubeconfigFile))
 		}
 		serverURL = admin.Clusters[ctx.Cluster].Server
 	}

@@ -1,4 +1,4 @@
-package server
+package datadir
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 // is recognised as stale (samePathFile).
 func TestDataDirLockDiscard(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, lockFile)
-	first, err := lockDataDir(dir)
+	path := filepath.Join(dir, LockFile)
+	first, err := acquire(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestDataDirLockDiscard(t *testing.T) {
 	if samePathFile(path, stale) {
 		t.Fatal("a removed lock file is taken for the one on the path")
 	}
-	second, err := lockDataDir(dir)
+	second, err := acquire(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDataDirLockDiscard(t *testing.T) {
 	if err := second.release(); err != nil {
 		t.Fatal(err)
 	}
-	third, err := lockDataDir(dir) // the kept, released file
+	third, err := acquire(dir) // the kept, released file
 	if err != nil {
 		t.Fatal(err)
 	}
