@@ -91,7 +91,8 @@ func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
 // not modified. An empty metadata.namespace is taken from the client.
 // managedFields get an Update entry for opts.FieldManager or the client's
 // field manager (WithFieldManager), as over HTTP (registry.Store.Create);
-// an empty opts.FieldValidation means Strict, as kubectl sends. Errors:
+// an empty opts.FieldValidation means the server's default, Warn, as from
+// client-go (an unknown field is dropped with a warning). Errors:
 // AlreadyExists (409), Invalid (422) with field paths, BadRequest (400) for a
 // namespace mismatch, RequestEntityTooLarge (413) over etcd's limit.
 func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
@@ -100,7 +101,6 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 	if err != nil {
 		return zero, err
 	}
-	opts.FieldValidation = strictByDefault(opts.FieldValidation)
 	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "create", namespace: caller.Namespace, options: &opts})
 	if err != nil {
 		return zero, err
@@ -204,7 +204,6 @@ func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav
 	if err != nil {
 		return zero, err
 	}
-	opts.FieldValidation = strictByDefault(opts.FieldValidation)
 	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "update", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &opts})
 	if err != nil {
 		return zero, err
@@ -270,15 +269,6 @@ func (c *Client[T, L]) caller(obj metav1.Object) (registry.Caller, error) {
 		return registry.Caller{}, err
 	}
 	return registry.Caller{Namespace: ns, DefaultManager: c.manager}, nil
-}
-
-// strictByDefault is the client's field validation directive: "" means
-// Strict, as kubectl sends (the server's default is Warn).
-func strictByDefault(directive string) string {
-	if directive == "" {
-		return metav1.FieldValidationStrict
-	}
-	return directive
 }
 
 func (c *Client[T, L]) namespaced() bool { return !c.store.Resource().ClusterScoped }

@@ -182,8 +182,9 @@ func ExampleClient_Update() {
 // ExampleClient_Patch contrasts a JSON merge patch, which replaces a list,
 // with a strategic merge patch, which merges spec.ports by name (the Go
 // type's patchStrategy=merge, patchMergeKey=name tags), as kube-apiserver
-// does for built-in types. An unknown field is rejected (field validation
-// Strict is the client's default, as kubectl's).
+// does for built-in types. An unknown field is rejected with field
+// validation Strict, as kubectl sends (unset, the server's default, Warn,
+// drops it with a warning).
 func ExampleClient_Patch() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "customapi-example-")
@@ -236,8 +237,8 @@ func ExampleClient_Patch() {
 	}
 	printPorts("strategic merge patch", obj)
 
-	// Unknown fields are an error under the default field validation.
-	_, err = c.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replica":3}}`), metav1.PatchOptions{})
+	// Unknown fields are an error under Strict field validation.
+	_, err = c.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replica":3}}`), metav1.PatchOptions{FieldValidation: metav1.FieldValidationStrict})
 	fmt.Println("unknown field:", apierrors.ReasonForError(err))
 
 	// Output:

@@ -20,9 +20,10 @@ import (
 // (types.ApplyYAMLPatchType, a YAML or JSON manifest, or
 // types.ApplyCBORPatchType, a CBOR one; opts.FieldManager required), retrying on conflicting writes. A patch that sets
 // metadata.resourceVersion only applies to that version. managedFields are
-// updated for opts.FieldManager or the client's field manager. An empty
-// opts.FieldValidation means Strict: an unknown field is Invalid (422);
-// with Warn it becomes a warning on ctx's recorder
+// updated for opts.FieldManager or the client's field manager. With
+// opts.FieldValidation Strict an unknown field is Invalid (422); with Warn,
+// and when it is empty (the server's default, as from client-go), it
+// becomes a warning on ctx's recorder
 // (k8s.io/apiserver/pkg/warning.WithWarningRecorder), with Ignore it is
 // dropped. Errors: NotFound (404), BadRequest (400) for a malformed patch
 // or one that changes the name or namespace, UnsupportedMediaType (415) for
@@ -34,7 +35,6 @@ func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchTyp
 	if err != nil {
 		return zero, err
 	}
-	opts.FieldValidation = strictByDefault(opts.FieldValidation)
 	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: name, subresource: sub, options: &opts})
 	if err != nil {
 		return zero, err
@@ -82,7 +82,6 @@ func (c *Client[T, L]) apply(ctx context.Context, obj *unstructured.Unstructured
 		return zero, err
 	}
 	po := opts.ToPatchOptions()
-	po.FieldValidation = strictByDefault(po.FieldValidation)
 	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &po})
 	if err != nil {
 		return zero, err

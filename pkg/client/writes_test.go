@@ -191,7 +191,7 @@ func TestPatchFieldValidation(t *testing.T) {
 			wantErr   bool
 			wantWarn  bool
 		}{
-			{"", true, false}, // the client's default: Strict
+			{"", false, true}, // unset: the server's default, Warn, as from client-go
 			{metav1.FieldValidationStrict, true, false},
 			{metav1.FieldValidationWarn, false, true},
 			{metav1.FieldValidationIgnore, false, false},

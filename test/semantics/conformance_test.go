@@ -85,6 +85,7 @@ var conformanceCases = []struct {
 		s.patch("merge patch of status", "p1", types.MergePatchType, `{"status":{"phase":"Ready"},"spec":{"replicas":100}}`, metav1.PatchOptions{}, "status")
 		s.patch("merge patch with an unknown field, warn", "p1", types.MergePatchType, `{"spec":{"nope":1}}`, metav1.PatchOptions{FieldValidation: metav1.FieldValidationWarn})
 		s.patch("merge patch with an unknown field, strict", "p1", types.MergePatchType, `{"spec":{"nope":1}}`, metav1.PatchOptions{FieldValidation: metav1.FieldValidationStrict})
+		s.patch("merge patch with an unknown field, unset", "p1", types.MergePatchType, `{"spec":{"nope":1}}`, metav1.PatchOptions{})
 		s.patch("merge patch with a resourceVersion that is stale", "p1", types.MergePatchType, `{"metadata":{"resourceVersion":"1"},"spec":{"replicas":6}}`, metav1.PatchOptions{})
 		s.patch("merge patch changing the name", "p1", types.MergePatchType, `{"metadata":{"name":"other"}}`, metav1.PatchOptions{})
 		s.patch("malformed json patch", "p1", types.JSONPatchType, `[{"op":"bogus"}]`, metav1.PatchOptions{})

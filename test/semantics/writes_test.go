@@ -117,7 +117,8 @@ func TestWritesRecordManagedFields(t *testing.T) {
 
 // fieldValidation on a patch with an unknown field: Strict rejects it
 // (Invalid on "patch", as kube-apiserver reports patches), Warn and Ignore
-// accept it without storing the field. Over HTTP, Warn answers with a
+// accept it without storing the field, and unset is the server's default,
+// Warn. Over HTTP, Warn answers with a
 // Warning header naming the field; the in-process door has no warnings
 // channel today, so that part is HTTP-only.
 func TestFieldValidation(t *testing.T) {
@@ -137,15 +138,15 @@ func TestFieldValidation(t *testing.T) {
 			}
 			requireUnchanged(t, c, before)
 		})
-		for _, fv := range []string{metav1.FieldValidationWarn, metav1.FieldValidationIgnore} {
-			t.Run(fv, func(t *testing.T) {
+		for _, fv := range []string{metav1.FieldValidationWarn, metav1.FieldValidationIgnore, ""} {
+			t.Run("directive="+fv, func(t *testing.T) {
 				n := len(warned.all())
 				got, err := c.Patch(ctx, "f1", types.MergePatchType, patch, metav1.PatchOptions{FieldValidation: fv})
 				if err != nil || got.Spec.Replicas != 2 {
 					t.Fatalf("%v, replicas %d", err, got.Spec.Replicas)
 				}
 				w := strings.Join(warned.all()[n:], "\n")
-				if has := strings.Contains(w, `unknown field "spec.bogus"`); has != (fv == metav1.FieldValidationWarn) {
+				if has := strings.Contains(w, `unknown field "spec.bogus"`); has != (fv != metav1.FieldValidationIgnore) {
 					t.Fatalf("warnings %q under %s", w, fv)
 				}
 			})
