@@ -68,12 +68,14 @@ second signal kills it at once.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Repeated identical messages (etcd's "no leader" watch errors
 			// arrive thousands of times a second) are let through a few times
-			// a second; see pkg/logfilter.
-			logStreams := &logsapi.LoggingOptions{
-				ErrorStream: logfilter.NewRepeatLimiter(os.Stderr, logfilter.DefaultInterval, logfilter.DefaultBurst),
-				InfoStream:  os.Stdout,
+			// a second, and the errors k8s.io/apiserver logs about a
+			// client's bad request, abort or own timeout are info at -v=2;
+			// see pkg/logfilter.
+			requestTimeout := opts.RequestTimeout
+			if requestTimeout <= 0 {
+				requestTimeout = server.DefaultRequestTimeout
 			}
-			if err := logsapi.ValidateAndApplyWithOptions(logOpts, logStreams, nil); err != nil {
+			if err := logfilter.Apply(logOpts, os.Stderr, os.Stdout, requestTimeout); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
