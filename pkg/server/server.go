@@ -41,6 +41,7 @@ import (
 
 	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/admission"
+	"github.com/customapi/customapi/pkg/chain"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
@@ -106,7 +107,7 @@ type Server struct {
 	// In-flight limits (limits.go): every store reports its object count
 	// to objectCounts, which prices the LISTs seats charges.
 	objectCounts flowcontrolrequest.StorageObjectCountTracker
-	seats        *inFlightSeats
+	seats        *chain.Seats
 
 	mu        sync.Mutex
 	closed    bool               // Close was called
@@ -284,7 +285,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		}
 	}
 	if err := s.generic.AddPostStartHook("customapi-in-flight-seats", func(hc genericapiserver.PostStartHookContext) error {
-		s.seats.publish(hc.Done())
+		s.seats.Publish(hc.Done())
 		return nil
 	}); err != nil {
 		return nil, err
@@ -315,9 +316,8 @@ func (s *Server) genericConfig(codecs serializer.CodecFactory, resources []resou
 	gc.ShutdownDelayDuration = 0
 	gc.RequestTimeout = o.requestTimeout()
 	gc.BuildHandlerChainFunc = func(api http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withNumberCheck(withDeprecationWarnings(withCheckReasons(api, c.Authorization.Authorizer), s.registry.Store), s.registry.Store, c.MaxRequestBodyBytes, codecs)
-		s.seats = newInFlightSeats(o.Limits, s.objectCounts, s.registry.Resources(), c)
-		return buildHandlerChain(inner, c, o.RequestBodyTimeout, s.seats.handler)
+		s.seats = chain.NewSeats(o.Limits.MaxRequestsInFlight, o.Limits.MaxMutatingRequestsInFlight, s.objectCounts, s.registry.Resources(), c)
+		return chain.Build(api, c, chain.Options{Stores: s.registry.Store, Codecs: codecs, RequestBodyTimeout: o.RequestBodyTimeout, Seats: s.seats})
 	}
 	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	o.Limits.applyTo(gc)

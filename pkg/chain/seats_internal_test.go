@@ -1,10 +1,18 @@
-package server
+package chain
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/customapi/customapi/pkg/etcd"
+	"k8s.io/apiserver/pkg/storage/cacher/delegator"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -82,9 +90,27 @@ func TestSeatPool(t *testing.T) {
 // (one seat per 100 kB of them); one etcd serves, one by name and one of a
 // resource not stored here are left to the estimator (0).
 func TestCacheListSeats(t *testing.T) {
+	// Whether the watch cache serves consistent reads depends on what
+	// k8s.io/apiserver learnt of etcd (RequestWatchProgress), as in a server.
+	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cli, err := e.ClientConfig().NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(t.Context(), cli, apistorage.RequestWatchProgress)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return delegator.ConsistentReadSupported(), nil
+	}); err != nil {
+		t.Fatalf("k8s.io/apiserver never found etcd to support consistent reads from the watch cache: %v", err)
+	}
 	tracker := flowcontrolrequest.NewStorageObjectCountTracker()
 	tracker.Set("samples.bench.customapi.io", apistorage.Stats{ObjectCount: 1_000_000, EstimatedAverageObjectSizeBytes: 1500})
-	l := &inFlightSeats{counts: tracker.Get, itemBytes: map[string]int64{"samples.bench.customapi.io": listItemBytes(benchinstall.Samples)}}
+	l := &Seats{counts: tracker.Get, itemBytes: map[string]int64{"samples.bench.customapi.io": listItemBytes(benchinstall.Samples)}}
 	item := l.itemBytes["samples.bench.customapi.io"]
 	if item < 200 {
 		t.Fatalf("a sample list item is %d bytes, want the struct's size", item)

@@ -1,4 +1,4 @@
-package server
+package chain
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 )
 
-// withCheckReasons puts each failing check's own reason into a verbose
+// WithCheckReasons puts each failing check's own reason into a verbose
 // probe answer for a user who may GET the check's path, and leaves
 // k8s.io/apiserver's "reason withheld" for everyone else and every other
 // request as it was.
@@ -29,7 +29,7 @@ func TestWithCheckReasons(t *testing.T) {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	h := withCheckReasons(mux, authz)
+	h := WithCheckReasons(mux, authz)
 	for _, tc := range []struct {
 		name, user, target string
 		want               string
