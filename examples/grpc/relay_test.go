@@ -228,7 +228,7 @@ func TestWatch(t *testing.T) {
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("Recv after cancel: %v, want Canceled", err)
 	}
-	waitFor(t, "the Watch handler to return", func() bool { return streams.Load() == 0 })
+	customapitest.Eventually(t, 10*time.Second, "the Watch handler to return", func(context.Context) (bool, error) { return streams.Load() == 0, nil })
 
 	// A watch open when the client closes ends too.
 	stream, err = c.Watch(ctx, &WatchRequest{Namespace: ns})
@@ -247,17 +247,5 @@ func TestWatch(t *testing.T) {
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled || errors.Is(err, io.EOF) {
 		t.Fatalf("Recv after Close: %v, want Canceled", err)
 	}
-	waitFor(t, "the Watch handler to return", func() bool { return streams.Load() == 0 })
-}
-
-// waitFor polls cond until it holds, for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	customapitest.Eventually(t, 10*time.Second, "the Watch handler to return", func(context.Context) (bool, error) { return streams.Load() == 0, nil })
 }

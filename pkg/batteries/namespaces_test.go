@@ -3,6 +3,7 @@ package batteries_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
@@ -222,20 +222,15 @@ func TestNamespaceDeletion(t *testing.T) {
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var last *corev1.Namespace
-	err := poll(ctx, func() (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "namespace showing the held content", func(ctx context.Context) (bool, error) {
 		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		last = n
 		return n.Status.Phase == corev1.NamespaceTerminating &&
 			hasCondition(n, corev1.NamespaceContentRemaining, "SomeResourcesRemain", "Some resources are remaining: customs.test has 1 resource instances") &&
-			hasCondition(n, corev1.NamespaceFinalizersRemaining, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"), nil
+			hasCondition(n, corev1.NamespaceFinalizersRemaining, "SomeFinalizersRemain", "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"), fmt.Errorf("status %+v", n.Status)
 	})
-	if err != nil {
-		t.Fatalf("namespace never showed the held content: %v; last %+v", err, last.Status)
-	}
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("configmap in the terminating namespace: %v, want deleted", err)
 	}
@@ -261,16 +256,13 @@ func TestNamespaceDeletion(t *testing.T) {
 	if _, err := dyn.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(ctx, func() (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "namespace gone after its last finalizer", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
-	if err != nil {
-		t.Fatalf("namespace not gone after its last finalizer: %v", err)
-	}
 	if _, err := dyn.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("held custom after the namespace went: %v, want gone", err)
 	}
@@ -294,11 +286,6 @@ func hasCondition(ns *corev1.Namespace, typ corev1.NamespaceConditionType, reaso
 		}
 	}
 	return false
-}
-
-// poll calls cond every 50 ms until it is true or fails, at most 30 s.
-func poll(ctx context.Context, cond func() (bool, error)) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond() })
 }
 
 // TestCreateNamedNamespaceOverHTTP: POST /api/v1/namespaces of a namespace

@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/bench"
 	// The self target runs the customapi binary, built from pkg/server:
 	// importing it makes `go test`'s cache notice when it changes.
@@ -28,13 +28,12 @@ func quickConfig(t *testing.T) bench.Config {
 			t.Fatal(err)
 		}
 	}
-	exe := filepath.Join(t.TempDir(), "customapi")
-	build := exec.Command("go", "build", "-o", exe, "github.com/customapi/customapi/cmd/customapi")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	bins, err := binarytest.Build(t.TempDir(), binarytest.Customapi)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg := bench.DefaultConfig()
-	cfg.Executable = exe
+	cfg.Executable = bins[0]
 	cfg.Creates, cfg.Gets, cfg.Updates, cfg.UpdateObjects = 20, 20, 20, 3
 	cfg.Rounds = 3
 	cfg.ListObjects, cfg.ListRuns, cfg.PageSize = 30, 2, 7

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,24 +27,11 @@ import (
 	"github.com/customapi/customapi/pkg/registry"
 )
 
-// lockedBuffer is a log backend's writer that tests read.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) events(t *testing.T) []auditv1.Event {
+// auditEvents decodes the JSON lines an audit log backend wrote into log.
+func auditEvents(t *testing.T, log *customapitest.LockedBuffer) []auditv1.Event {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []auditv1.Event
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	sc := bufio.NewScanner(bytes.NewReader(log.Bytes()))
 	for sc.Scan() {
 		var ev auditv1.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
@@ -68,7 +54,7 @@ func auditAt(level auditinternal.Level, w io.Writer) registry.Audit {
 // with the context's user, the HTTP handlers' codes and the request and
 // response objects of level RequestResponse.
 func TestAuditInProcess(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &customapitest.LockedBuffer{}
 	e := newEnv(t, customapitest.RegistryOptions{Audit: auditAt(auditinternal.LevelRequestResponse, log)})
 	ctx := genericapirequest.WithUser(t.Context(), &user.DefaultInfo{Name: "bob", Groups: []string{"devs"}})
 
@@ -124,7 +110,7 @@ func TestAuditInProcess(t *testing.T) {
 		{"list", "", "bob", http.StatusOK, 2, false, true},
 		{"delete", "c1", "", http.StatusOK, 2, true, true},
 	}
-	evs := log.events(t)
+	evs := auditEvents(t, log)
 	byID := map[types.UID][]auditv1.Event{}
 	var order []types.UID
 	for _, ev := range evs {

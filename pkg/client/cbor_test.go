@@ -47,8 +47,8 @@ func TestApplyCBOR(t *testing.T) {
 		for _, name := range []string{"c1", "new"} { // update, create
 			t.Run(name, func(t *testing.T) {
 				_, err := e.c.Patch(ctx, name, types.ApplyCBORPatchType, cborManifest(t, name, v), metav1.PatchOptions{FieldManager: "cbor", Force: new(true)})
-				se := requireReason(t, err, metav1.StatusReasonInvalid)
-				requireCause(t, se, "spec.replicas")
+				st := customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+				customapitest.RequireCause(t, st, "spec.replicas")
 				if after := e.snapshot(t); !equalMaps(before, after) {
 					t.Fatalf("replicas %v: a refused apply changed etcd", v)
 				}
@@ -58,6 +58,6 @@ func TestApplyCBOR(t *testing.T) {
 	if _, err := e.c.Patch(ctx, "c1", types.ApplyCBORPatchType, []byte{0xd9, 0xd9, 0xf7, 0xff}, metav1.PatchOptions{FieldManager: "cbor"}); err == nil {
 		t.Fatal("a malformed CBOR body was applied")
 	} else {
-		requireReason(t, err, metav1.StatusReasonBadRequest)
+		customapitest.RequireReason(t, err, metav1.StatusReasonBadRequest)
 	}
 }

@@ -7,42 +7,11 @@ package client_test
 import (
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/customapi/customapi/pkg/customapitest"
 )
-
-// requireReason fails the test unless err is a Status error with the reason.
-func requireReason(t *testing.T, err error, want metav1.StatusReason) *apierrors.StatusError {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want reason %s", want)
-	}
-	se, ok := err.(*apierrors.StatusError)
-	if !ok {
-		t.Fatalf("got %T %v, want a StatusError with reason %s", err, err, want)
-	}
-	if got := apierrors.ReasonForError(err); got != want {
-		t.Fatalf("got reason %s (%v), want %s", got, err, want)
-	}
-	return se
-}
-
-// requireCause fails unless an Invalid error names the field.
-func requireCause(t *testing.T, se *apierrors.StatusError, fieldPath string) {
-	t.Helper()
-	if se.ErrStatus.Details == nil {
-		t.Fatalf("no details in %v", se)
-	}
-	for _, c := range se.ErrStatus.Details.Causes {
-		if c.Field == fieldPath {
-			return
-		}
-	}
-	t.Fatalf("no cause for field %s in %+v", fieldPath, se.ErrStatus.Details.Causes)
-}
 
 // Bad input of every other kind gets the right Status reason and writes
 // nothing.
@@ -148,9 +117,9 @@ func TestBadInput(t *testing.T) {
 		{"get without namespace", func() error { _, err := e.all.Get(ctx, "c1", metav1.GetOptions{}); return err }, metav1.StatusReasonBadRequest, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			se := requireReason(t, tc.call(), tc.reason)
+			st := customapitest.RequireReason(t, tc.call(), tc.reason)
 			if tc.field != "" {
-				requireCause(t, se, tc.field)
+				customapitest.RequireCause(t, st, tc.field)
 			}
 			if after := e.snapshot(t); !equalMaps(before, after) {
 				t.Fatalf("etcd changed:\nbefore %v\nafter  %v", before, after)

@@ -204,9 +204,9 @@ func TestPatchFieldValidation(t *testing.T) {
 				before := e.snapshot(t)
 				out, err := e.c.Patch(ctx, "c1", p.pt, []byte(data), metav1.PatchOptions{FieldValidation: tc.directive})
 				if tc.wantErr {
-					se := requireReason(t, err, metav1.StatusReasonInvalid)
-					if !strings.Contains(se.Error(), `unknown field "spec.bogus"`) {
-						t.Fatalf("error %v does not name spec.bogus", se)
+					st := customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+					if !strings.Contains(st.Message, `unknown field "spec.bogus"`) {
+						t.Fatalf("error %v does not name spec.bogus", err)
 					}
 					if after := e.snapshot(t); !equalMaps(before, after) {
 						t.Fatal("a refused patch changed etcd")
@@ -245,8 +245,8 @@ func TestPatchNumbersChecked(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.c.Patch(ctx, "c1", tc.pt, []byte(tc.data), metav1.PatchOptions{FieldManager: "numbers"})
-			se := requireReason(t, err, metav1.StatusReasonInvalid)
-			requireCause(t, se, "spec.replicas")
+			st := customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+			customapitest.RequireCause(t, st, "spec.replicas")
 		})
 	}
 }
@@ -262,12 +262,12 @@ func applyConfig(name string, replicas int64) *unstructured.Unstructured {
 // requireConflictNaming checks err is a 409 whose causes name manager.
 func requireConflictNaming(t *testing.T, err error, manager string) {
 	t.Helper()
-	se := requireReason(t, err, metav1.StatusReasonConflict)
-	if !strings.Contains(se.Error(), `conflict with "`+manager+`"`) {
-		t.Fatalf("conflict %v does not name %s", se, manager)
+	st := customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
+	if !strings.Contains(st.Message, `conflict with "`+manager+`"`) {
+		t.Fatalf("conflict %v does not name %s", err, manager)
 	}
-	if se.ErrStatus.Details == nil || len(se.ErrStatus.Details.Causes) == 0 || se.ErrStatus.Details.Causes[0].Type != metav1.CauseTypeFieldManagerConflict {
-		t.Fatalf("no FieldManagerConflict cause in %+v", se.ErrStatus.Details)
+	if st.Details == nil || len(st.Details.Causes) == 0 || st.Details.Causes[0].Type != metav1.CauseTypeFieldManagerConflict {
+		t.Fatalf("no FieldManagerConflict cause in %+v", st.Details)
 	}
 }
 
@@ -298,7 +298,7 @@ func TestApplyConflictsWithGoManager(t *testing.T) {
 	}
 	// Apply needs a field manager; it creates a missing object.
 	_, err = e.c.Apply(ctx, applyConfig("c2", 1), metav1.ApplyOptions{})
-	requireReason(t, err, metav1.StatusReasonInvalid)
+	customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
 	created, err := e.c.Apply(ctx, applyConfig("c2", 2), metav1.ApplyOptions{FieldManager: "other"})
 	if err != nil {
 		t.Fatal(err)

@@ -36,5 +36,26 @@
 //		...
 //	}
 //
+// Helpers for the assertions such tests make:
+//
+//   - Eventually polls a condition until it holds or a timeout fails the
+//     test: for effects that take a moment (a webhook or policy taking
+//     effect, a controller or the garbage collector acting), never a sleep.
+//   - RequireReason and RequireCode assert a Kubernetes Status error's
+//     reason or HTTP code (and message); RequireCause and RequireCauseType
+//     its causes.
+//   - LockedBuffer collects what a child process, klog or a log backend
+//     writes while the test reads it.
+//
+// For example:
+//
+//	customapitest.Eventually(t, 30*time.Second, "the custom collected", func(ctx context.Context) (bool, error) {
+//		_, err := customs.Get(ctx, "c1", metav1.GetOptions{})
+//		return apierrors.IsNotFound(err), err
+//	})
+//	_, err := customs.Create(ctx, invalid, metav1.CreateOptions{})
+//	st := customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+//	customapitest.RequireCause(t, st, "spec.replicas")
+//
 // See the Example functions (example_test.go; they run as tests).
 package customapitest

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // The fresh module shared by the tests of this file and
@@ -253,7 +254,7 @@ func TestFreshModuleServedToKubectl(t *testing.T) {
 	srv := exec.CommandContext(ctx, filepath.Join(dir, "bin", "widgets-server"), "serve", "--data-dir", data, "--secure-port", "0")
 	srv.Cancel = func() error { return srv.Process.Signal(os.Interrupt) }
 	srv.WaitDelay = 30 * time.Second
-	var srvOut syncBuffer
+	var srvOut customapitest.LockedBuffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func TestFreshModuleServedToKubectl(t *testing.T) {
 	}
 	t.Cleanup(stop)
 	kubeconfig := filepath.Join(data, "admin.kubeconfig")
-	waitReady(t, kubeconfig, &srvOut)
+	waitReady(t, kubeconfig) // on failure, the cleanup logs the output
 	t.Logf("widgets-server ready after %v", time.Since(begin))
 
 	kc := func(stdin string, args ...string) (string, error) {
@@ -395,18 +396,15 @@ spec:
 
 // waitReady polls, for at most a minute, until the server has written
 // kubeconfig and its /readyz answers 200 with it.
-func waitReady(t *testing.T, kubeconfig string, out *syncBuffer) {
+func waitReady(t *testing.T, kubeconfig string) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, time.Minute, "widgets-server ready", func(ctx context.Context) (bool, error) {
 		if _, err := os.Stat(kubeconfig); err != nil {
-			last = err
-			return false, nil
+			return false, err
 		}
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			last = err
-			return false, nil
+			return false, err
 		}
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -419,32 +417,9 @@ func waitReady(t *testing.T, kubeconfig string, out *syncBuffer) {
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			last = err
-			return false, nil
+			return false, err
 		}
 		resp.Body.Close()
-		last = fmt.Errorf("/readyz: %s", resp.Status)
-		return resp.StatusCode == http.StatusOK, nil
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("/readyz: %s", resp.Status)
 	})
-	if err != nil {
-		t.Fatalf("widgets-server not ready: %v (last: %v)\n%s", err, last, out.String())
-	}
-}
-
-// syncBuffer is a strings.Builder safe for a process's stdout and stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -135,14 +135,10 @@ func TestAdminIsSubjectToRBAC(t *testing.T) {
 // waitCode polls r as token until it answers want (at most 10 s).
 func waitCode(t *testing.T, s *customapitest.Server, token string, r request, want int) {
 	t.Helper()
-	var last int
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		last = as(t, s, token, r).code
-		return last == want, nil
+	customapitest.Eventually(t, 10*time.Second, fmt.Sprintf("%s %s answering %d", r.method, r.path, want), func(context.Context) (bool, error) {
+		got := as(t, s, token, r).code
+		return got == want, fmt.Errorf("HTTP %d", got)
 	})
-	if err != nil {
-		t.Fatalf("%s %s: %d, never %d", r.method, r.path, last, want)
-	}
 }
 
 // A data dir of an earlier customapi has one tokens.csv line, the admin in

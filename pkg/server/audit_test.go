@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -421,28 +420,10 @@ func metric(t *testing.T, s *customapitest.Server, series string) float64 {
 	return 0
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes (klog's output).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // captureKlog sends klog's output to a buffer until the test ends.
-func captureKlog(t *testing.T) *syncBuffer {
+func captureKlog(t *testing.T) *customapitest.LockedBuffer {
 	t.Helper()
-	buf := &syncBuffer{}
+	buf := &customapitest.LockedBuffer{}
 	klog.LogToStderr(false)
 	klog.SetOutput(buf)
 	t.Cleanup(func() {

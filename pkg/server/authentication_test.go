@@ -195,14 +195,13 @@ func tokenUser(ctx context.Context, t *testing.T, s *customapitest.Server, token
 func waitUser(t *testing.T, s *customapitest.Server, token, user string) authenticationv1.UserInfo {
 	t.Helper()
 	var got authenticationv1.UserInfo
-	var lastErr error
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, lastErr = tokenUser(ctx, t, s, token)
-		return lastErr == nil && got.Username == user, nil
+	customapitest.Eventually(t, 30*time.Second, "the token authenticated as "+user, func(ctx context.Context) (bool, error) {
+		var err error
+		if got, err = tokenUser(ctx, t, s, token); err != nil {
+			return false, err
+		}
+		return got.Username == user, fmt.Errorf("authenticated as %+v", got)
 	})
-	if err != nil {
-		t.Fatalf("the token never authenticated as %q (last: %+v, %v)", user, got, lastErr)
-	}
 	return got
 }
 
@@ -234,12 +233,9 @@ func reloads(t *testing.T, s *customapitest.Server, status string) int {
 // exceeds before.
 func waitReloads(t *testing.T, s *customapitest.Server, status string, before int) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "a "+status+" reload of the authentication config counted", func(context.Context) (bool, error) {
 		return reloads(t, s, status) > before, nil
 	})
-	if err != nil {
-		t.Fatalf("no %s reload of the authentication config counted", status)
-	}
 }
 
 // A loopback OIDC issuer signs tokens: the server maps them to users and

@@ -4,7 +4,6 @@ package server_test
 // informer, as controllers use them.
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 var customsGVR = schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}
@@ -39,27 +40,6 @@ func replicasOf(t *testing.T, u *unstructured.Unstructured) int64 {
 		t.Fatalf("spec.replicas of %s: found %v, %v", u.GetName(), found, err)
 	}
 	return n
-}
-
-// requireAPIError fails unless err is a Status error with the reason, and,
-// if field is set, a cause for field.
-func requireAPIError(t *testing.T, err error, reason metav1.StatusReason, field string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want %s", reason)
-	}
-	if got := apierrors.ReasonForError(err); got != reason {
-		t.Fatalf("error %v has reason %q, want %s", err, got, reason)
-	}
-	if field == "" {
-		return
-	}
-	var se apierrors.APIStatus
-	ok := errors.As(err, &se)
-	if !ok || se.Status().Details == nil {
-		t.Fatalf("error %v has no details", err)
-	}
-	requireCause(t, se.Status(), field)
 }
 
 func TestDynamicClient(t *testing.T) {
@@ -130,7 +110,7 @@ func TestDynamicClient(t *testing.T) {
 		t.Fatalf("updated: replicas %d generation %d rv %s", replicasOf(t, updated), updated.GetGeneration(), updated.GetResourceVersion())
 	}
 	_, err = c.Update(ctx, got, metav1.UpdateOptions{}) // got is stale now
-	requireAPIError(t, err, metav1.StatusReasonConflict, "")
+	customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
 
 	if err := unstructured.SetNestedField(updated.Object, "Ready", "status", "phase"); err != nil {
 		t.Fatal(err)
@@ -160,7 +140,7 @@ func TestDynamicClient(t *testing.T) {
 	}
 	conflicting := unstructuredCustom("c2", 6)
 	_, err = c.Apply(ctx, "c2", conflicting, metav1.ApplyOptions{FieldManager: "other"})
-	requireAPIError(t, err, metav1.StatusReasonConflict, "")
+	customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
 	reapplied, err := c.Apply(ctx, "c2", conflicting, metav1.ApplyOptions{FieldManager: "other", Force: true})
 	if err != nil || replicasOf(t, reapplied) != 6 {
 		t.Fatalf("forced apply: %v", err)
@@ -187,7 +167,7 @@ func TestDynamicClient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Create(ctx, tc.obj, metav1.CreateOptions{})
-			requireAPIError(t, err, metav1.StatusReasonInvalid, tc.field)
+			customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), tc.field)
 		})
 	}
 
@@ -195,9 +175,9 @@ func TestDynamicClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Get(ctx, "c1", metav1.GetOptions{})
-	requireAPIError(t, err, metav1.StatusReasonNotFound, "")
+	customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 	err = c.Delete(ctx, "c1", metav1.DeleteOptions{})
-	requireAPIError(t, err, metav1.StatusReasonNotFound, "")
+	customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 	l, err := c.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

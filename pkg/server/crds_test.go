@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
@@ -61,15 +60,6 @@ func getJSON(t *testing.T, s *customapitest.Server, path string, out any) int {
 	return resp.StatusCode
 }
 
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 // TestCRDGroupInDiscoveryAndOpenAPI: a CRD's group joins the legacy /apis
 // list and its schema the OpenAPI v2 document next to the Go types'
 // (the lazily built static document is filled before the merge); once
@@ -93,14 +83,14 @@ func TestCRDGroupInDiscoveryAndOpenAPI(t *testing.T) {
 		_, custom = doc.Definitions["com.github.customapi.customapi.pkg.apis.test.v1.Custom"]
 		return gadget, custom
 	}
-	pollUntil(t, "example.org in /apis", listed)
-	pollUntil(t, "gadgets in /openapi/v2 with the Go types", func() bool { g, c := definitions(); return g && c })
+	customapitest.Eventually(t, 30*time.Second, "example.org in /apis", func(context.Context) (bool, error) { return listed(), nil })
+	customapitest.Eventually(t, 30*time.Second, "gadgets in /openapi/v2 with the Go types", func(context.Context) (bool, error) { g, c := definitions(); return g && c, nil })
 
 	if err := s.Dynamic.Resource(crdsGVR).Delete(t.Context(), "gadgets.example.org", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "example.org gone from /apis", func() bool { return !listed() })
-	pollUntil(t, "gadgets gone from /openapi/v2", func() bool { g, c := definitions(); return !g && c })
+	customapitest.Eventually(t, 30*time.Second, "example.org gone from /apis", func(context.Context) (bool, error) { return !listed(), nil })
+	customapitest.Eventually(t, 30*time.Second, "gadgets gone from /openapi/v2", func(context.Context) (bool, error) { g, c := definitions(); return !g && c, nil })
 }
 
 // TestCRDsOffByDefault: a program that does not opt in serves no

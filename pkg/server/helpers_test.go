@@ -247,20 +247,6 @@ func decodeStatus(body []byte) (metav1.Status, error) {
 	return st, nil
 }
 
-// requireCause fails unless the Status has a cause for the field.
-func requireCause(t *testing.T, st metav1.Status, field string) {
-	t.Helper()
-	if st.Details == nil {
-		t.Fatalf("Status %q has no details, want a cause for %s", st.Message, field)
-	}
-	for _, c := range st.Details.Causes {
-		if c.Field == field {
-			return
-		}
-	}
-	t.Fatalf("Status %q has no cause for field %s: %+v", st.Message, field, st.Details.Causes)
-}
-
 func abbreviate(b []byte) string {
 	const max = 2000
 	if len(b) > max {

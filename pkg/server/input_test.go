@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 func TestBadInput(t *testing.T) {
@@ -138,7 +140,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := requireStatus(t, e.do(t, tc.req), tc.code, tc.reason)
 			if tc.field != "" {
-				requireCause(t, st, tc.field)
+				customapitest.RequireCause(t, st, tc.field)
 			}
 			if !strings.Contains(st.Message, tc.message) {
 				t.Errorf("message %q does not contain %q", st.Message, tc.message)

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes"
@@ -211,15 +211,12 @@ func TestEscalationBothDoors(t *testing.T) {
 // waitAllowed polls c's SelfSubjectAccessReview of attrs until it is allowed (at most 10 s).
 func waitAllowed(t *testing.T, c kubernetes.Interface, attrs authorizationv1.ResourceAttributes) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 10*time.Second, fmt.Sprintf("%+v allowed", attrs), func(ctx context.Context) (bool, error) {
 		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
 		}, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed, err
 	})
-	if err != nil {
-		t.Fatalf("%+v never allowed: %v", attrs, err)
-	}
 }
 
 func mustCreate(t *testing.T, create func() error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // badResourceVersions are values of metadata.resourceVersion that are not
@@ -67,7 +68,7 @@ func requireBadResourceVersion(t *testing.T, st metav1.Status) {
 	if !strings.Contains(st.Message, "metadata.resourceVersion") {
 		t.Fatalf("message %q does not name metadata.resourceVersion", st.Message)
 	}
-	requireCause(t, st, "metadata.resourceVersion")
+	customapitest.RequireCause(t, st, "metadata.resourceVersion")
 }
 
 // TestBadResourceVersionHTTP covers the HTTP door: every update path, on
@@ -110,7 +111,7 @@ func TestBadResourceVersionHTTP(t *testing.T) {
 		c := custom("p1")
 		c.ResourceVersion = "abc"
 		st := requireStatus(t, e.post(t, e.customs()+"?dryRun=All", encode(t, c)), http.StatusUnprocessableEntity, metav1.StatusReasonInvalid)
-		requireCause(t, st, "metadata.resourceVersion")
+		customapitest.RequireCause(t, st, "metadata.resourceVersion")
 	})
 }
 

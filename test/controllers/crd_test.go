@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // greetingGVK is the kind of testdata/crds/greetings.yaml, at its storage
@@ -158,7 +160,7 @@ func TestEnvtestCRDDirectoryPaths(t *testing.T) {
 	// and its ConfigMap holds message.
 	reconciled := func(generation int64, message string) {
 		t.Helper()
-		poll(t, 20*time.Second, fmt.Sprintf("Greeting %s reconciled at generation %d", name, generation), func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, 20*time.Second, fmt.Sprintf("Greeting %s reconciled at generation %d", name, generation), func(ctx context.Context) (bool, error) {
 			got := newGreeting("v1")
 			if err := c.Get(ctx, key, got); err != nil {
 				return false, err
@@ -221,7 +223,7 @@ func TestEnvtestCRDDirectoryPaths(t *testing.T) {
 	if err := c.Delete(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 20*time.Second, "the Greeting and its ConfigMap deleted", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 20*time.Second, "the Greeting and its ConfigMap deleted", func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, newGreeting("v1"))
 		if !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("Greeting: %v", err)
@@ -248,13 +250,13 @@ func TestEnvtestCRDDirectoryPaths(t *testing.T) {
 	}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	poll(t, 30*time.Second, "the CRD deleted (its Greetings first)", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "the CRD deleted (its Greetings first)", func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Name: "greetings.controllers.example.com"}, crd)
 		return apierrors.IsNotFound(err), err
 	})
 	// Discovery follows the CRD through apiextensions' informer, as in
 	// kube-apiserver: the group version goes shortly after the CRD does.
-	poll(t, 10*time.Second, "discovery of controllers.example.com/v1 a 404 after the CRD's deletion", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 10*time.Second, "discovery of controllers.example.com/v1 a 404 after the CRD's deletion", func(ctx context.Context) (bool, error) {
 		_, err := kube.Discovery().ServerResourcesForGroupVersion("controllers.example.com/v1")
 		return apierrors.IsNotFound(err), err
 	})

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // configMapReconciler is the reconciler of a kubebuilder project whose
@@ -98,12 +99,12 @@ func TestReconcilerOwnedConfigMapsCollected(t *testing.T) {
 
 	t.Run("background", func(t *testing.T) {
 		owner := createCustom(t, c, uniqueName(t, "bg"), test)
-		poll(t, 30*time.Second, "the reconciler's ConfigMap", owned(owner))
+		customapitest.Eventually(t, 30*time.Second, "the reconciler's ConfigMap", owned(owner))
 		cm, _ := configMap(owner.Name)
 		if err := c.Delete(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "the ConfigMap re-created", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, 30*time.Second, "the ConfigMap re-created", func(ctx context.Context) (bool, error) {
 			again, err := configMap(owner.Name)
 			if err != nil {
 				return false, err
@@ -113,12 +114,12 @@ func TestReconcilerOwnedConfigMapsCollected(t *testing.T) {
 		if err := c.Delete(t.Context(), owner, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "the ConfigMap collected", gone(owner.Name))
+		customapitest.Eventually(t, 30*time.Second, "the ConfigMap collected", gone(owner.Name))
 	})
 
 	t.Run("foreground", func(t *testing.T) {
 		owner := createCustom(t, c, uniqueName(t, "fg"), test)
-		poll(t, 30*time.Second, "the reconciler's ConfigMap", owned(owner))
+		customapitest.Eventually(t, 30*time.Second, "the reconciler's ConfigMap", owned(owner))
 		// The ConfigMap is held by a finalizer: the owner must wait for it.
 		cm, _ := configMap(owner.Name)
 		cm.Finalizers = []string{"example.com/hold"}
@@ -136,7 +137,7 @@ func TestReconcilerOwnedConfigMapsCollected(t *testing.T) {
 			t.Fatalf("the owner: deletionTimestamp %v, finalizers %v; want a deletionTimestamp and %s",
 				got.DeletionTimestamp, got.Finalizers, metav1.FinalizerDeleteDependents)
 		}
-		poll(t, 30*time.Second, "the held ConfigMap marked deleted", func(context.Context) (bool, error) {
+		customapitest.Eventually(t, 30*time.Second, "the held ConfigMap marked deleted", func(context.Context) (bool, error) {
 			cm, err := configMap(owner.Name)
 			return err == nil && cm.DeletionTimestamp != nil, err
 		})
@@ -151,8 +152,8 @@ func TestReconcilerOwnedConfigMapsCollected(t *testing.T) {
 		if err := c.Update(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "the ConfigMap gone", gone(owner.Name))
-		poll(t, 30*time.Second, "the owner gone", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, 30*time.Second, "the ConfigMap gone", gone(owner.Name))
+		customapitest.Eventually(t, 30*time.Second, "the owner gone", func(ctx context.Context) (bool, error) {
 			err := c.Get(ctx, client.ObjectKeyFromObject(owner), &got)
 			if apierrors.IsNotFound(err) {
 				return true, nil

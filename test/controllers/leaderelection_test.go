@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // electedWithin bounds how long a manager may take to acquire a free Lease.
@@ -82,7 +83,7 @@ func newClient(t *testing.T) client.Client {
 // waitReady waits until the custom's status says Ready at generation gen.
 func waitReady(t *testing.T, c client.Client, obj *testv1.Custom, gen int64) {
 	t.Helper()
-	poll(t, 15*time.Second, "status Ready at generation", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "status Ready at generation", func(ctx context.Context) (bool, error) {
 		var got testv1.Custom
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &got); err != nil {
 			return false, err
@@ -149,7 +150,7 @@ func checkManager(t *testing.T, cfg *rest.Config) {
 	if !strings.HasPrefix(holder, hostname+"_") || ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) != 15 || lease.Spec.RenewTime == nil {
 		t.Fatalf("lease spec %+v, want holder %s_<uuid>, 15 s, a renew time", lease.Spec, hostname)
 	}
-	poll(t, 15*time.Second, "core v1 event: became leader", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "core v1 event: became leader", func(ctx context.Context) (bool, error) {
 		evs, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -171,7 +172,7 @@ func checkManager(t *testing.T, cfg *rest.Config) {
 		t.Fatalf("%d reconciles", n)
 	}
 
-	poll(t, 15*time.Second, "core v1 event regarding the custom", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "core v1 event regarding the custom", func(ctx context.Context) (bool, error) {
 		evs, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -186,7 +187,7 @@ func checkManager(t *testing.T, cfg *rest.Config) {
 		}
 		return false, nil
 	})
-	poll(t, 15*time.Second, "events.k8s.io/v1 event regarding the custom", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "events.k8s.io/v1 event regarding the custom", func(ctx context.Context) (bool, error) {
 		evs, err := kube.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -260,7 +261,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	// retry period, so the copy soon is stale) is a 409 Conflict: what
 	// makes two candidates unable to both take the Lease.
 	stale := getLease(t, test)
-	poll(t, 2*renewDeadline, "lease renewed", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 2*renewDeadline, "lease renewed", func(ctx context.Context) (bool, error) {
 		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, test, metav1.GetOptions{})
 		return err == nil && l.ResourceVersion != stale.ResourceVersion, err
 	})
@@ -279,7 +280,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	stopA()
 	start := time.Now()
 	var holderB string
-	poll(t, leaseDuration+margin, "b holds the lease", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, leaseDuration+margin, "b holds the lease", func(ctx context.Context) (bool, error) {
 		l, err := kube.CoordinationV1().Leases(namespace).Get(ctx, test, metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // freeAddr returns a 127.0.0.1 address with a port free a moment ago: the
@@ -86,7 +88,7 @@ func TestSecureMetrics(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), err
 	}
-	poll(t, 15*time.Second, "metrics server listening", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "metrics server listening", func(ctx context.Context) (bool, error) {
 		_, _, err := get(ctx, "")
 		return err == nil, err
 	})

@@ -9,6 +9,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // grant gives user rules through a ClusterRole and ClusterRoleBinding
@@ -60,7 +62,7 @@ func grant(t *testing.T, namespace, name, user string, rules ...rbacv1.PolicyRul
 func waitAllowed(t *testing.T, spec authorizationv1.SubjectAccessReviewSpec) {
 	t.Helper()
 	spec.Groups = append(spec.Groups, "system:authenticated")
-	poll(t, 15*time.Second, "access allowed", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 15*time.Second, "access allowed", func(ctx context.Context) (bool, error) {
 		sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		return err == nil && sar.Status.Allowed, err
 	})

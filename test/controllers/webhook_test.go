@@ -26,6 +26,7 @@ import (
 
 	"github.com/customapi/customapi/internal/pki"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // replicasValidator is the validating webhook a kubebuilder project would
@@ -127,7 +128,7 @@ func TestWebhookServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	startManager(t, mgr)
-	poll(t, 30*time.Second, "webhook server serving", func(context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "webhook server serving", func(context.Context) (bool, error) {
 		return mgr.GetWebhookServer().StartedChecker()(&http.Request{}) == nil, nil
 	})
 
@@ -193,7 +194,7 @@ func TestWebhookServer(t *testing.T) {
 		return obj
 	}
 	const denied = `admission webhook "vcustom.kb.io" denied the request: spec.replicas 6 is over 5`
-	poll(t, 30*time.Second, "webhooks in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "webhooks in effect", func(ctx context.Context) (bool, error) {
 		err := c.Create(ctx, custom("", 6))
 		return err != nil && strings.Contains(err.Error(), denied), err
 	})

@@ -13,6 +13,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // policyManifests are a namespace labelled for the policy, the param
@@ -79,7 +81,7 @@ func generatedCustomYAML(replicas int, message string) string {
 // kubectl with the webhook's message and, with the webhook down, its
 // name ("failed calling webhook").
 func TestKubectlAdmission(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	base := newKubectl(t, srv.KubeconfigPath, "")
 	hook := httptest.NewTLSServer(http.HandlerFunc(denyForbidden))

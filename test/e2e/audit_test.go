@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // auditPolicy returns the policy a user pastes from docs/serving.md,
@@ -86,7 +88,7 @@ func readAuditLog(t *testing.T, path string) []auditEvent {
 // both stages of each request with her name, verb, objectRef and code, the
 // objects for customs only, and never the Secret's data.
 func TestAuditKubectl(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, auditPolicy(t), 0o600); err != nil {
@@ -172,7 +174,7 @@ func TestAuditKubectl(t *testing.T) {
 // (/dev/full): kubectl's writes succeed, and the server says in its log and
 // on /metrics that events were lost.
 func TestAuditLogDiskFull(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}
@@ -189,6 +191,6 @@ func TestAuditLogDiskFull(t *testing.T) {
 		t.Errorf("/metrics has no apiserver_audit_error_total{plugin=\"log\"}")
 	}
 	if !strings.Contains(srv.Stderr(), "Error in audit plugin 'log'") || !strings.Contains(srv.Stderr(), "no space left on device") {
-		t.Errorf("the server's log does not say that audit events were lost:\n%s", tail(srv.Stderr(), 20))
+		t.Errorf("the server's log does not say that audit events were lost:\n%s", binarytest.Tail(srv.Stderr(), 20))
 	}
 }

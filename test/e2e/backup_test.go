@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/customapi/customapi/internal/binarytest"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // gizmoCRD is a CustomResourceDefinition for TestBackupRestore, and
@@ -51,13 +53,10 @@ func applyGizmo(t *testing.T, k kubectl) string {
 	k.mustApply(t, gizmoCRD)
 	k.mustRun(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/gizmos.e2e.example.com")
 	// kubectl's discovery may not list the new group for a moment.
-	var last kubectlResult
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		last = k.runStdin(t, gizmoYAML, "apply", "-f", "-")
-		return last.Code == 0, nil
-	}); err != nil {
-		t.Fatalf("apply the gizmo: %v\n%s", err, last)
-	}
+	customapitest.Eventually(t, 30*time.Second, "apply the gizmo", func(context.Context) (bool, error) {
+		res := k.runStdin(t, gizmoYAML, "apply", "-f", "-")
+		return res.Code == 0, errors.New(res.String())
+	})
 	return k.mustRun(t, "get", "gizmo", "g1", "-o", "jsonpath={.metadata.uid}")
 }
 
@@ -65,7 +64,7 @@ func applyGizmo(t *testing.T, k kubectl) string {
 func runCommand(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	res := runCustomapi(t, args...)
-	return res.stdout, res.stderr, res.exitCode
+	return res.Stdout, res.Stderr, res.ExitCode
 }
 
 // TestBackupRestore drives `customapi backup` and `customapi restore` as an
@@ -78,7 +77,7 @@ func runCommand(t *testing.T, args ...string) (stdout, stderr string, code int) 
 // exit status 1, an error naming the dir or file, nothing written.
 func TestBackupRestore(t *testing.T) {
 	t.Parallel()
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	a := startServer(t, dataDir)
@@ -99,7 +98,7 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("archive: %v, mode %v; want mode 0600", err, st.Mode().Perm())
 	}
 	k.mustApply(t, customYAML("later", 3, "after the backup"))
-	a.stop(t)
+	a.Stop(t)
 
 	// Offline: backup starts the embedded etcd itself.
 	offline := filepath.Join(dir, "offline.tar")

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"testing"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // configMapYAML is a config map manifest for apply.
@@ -17,7 +19,7 @@ data:
 // default (config maps, secrets, leases, both event APIs) with the real
 // kubectl, each case in a namespace of its own on the shared server.
 func TestKubectlBatteries(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	base := newKubectl(t, srv.KubeconfigPath, "")
 

@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // bundleSources names the CRDs of the bundle: the Go modules that publish
@@ -179,7 +181,7 @@ func crdsIn(t *testing.T, origin string, content []byte) []bundleCRD {
 // through controller-runtime, Istio's protobuf messages as JSON) are
 // defaulted, validated (CEL, transition rules) and stored as on kube.
 func TestKubectlCRDBundle(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	dir, crds := assembleBundle(t)
 	if len(crds) < 20 {
 		t.Fatalf("the bundle has %d CRDs, want at least 20", len(crds))
@@ -255,7 +257,7 @@ func TestKubectlCRDBundle(t *testing.T) {
 // default ("Waiting for controller"), its controllerName is immutable (a
 // CEL transition rule), a Gateway listener breaking a CEL rule is refused
 // with its message, an HTTPRoute without rules gets the default rule.
-func checkGatewayAPI(t *testing.T, srv *serverProcess, ns string) {
+func checkGatewayAPI(t *testing.T, srv *binarytest.Server, ns string) {
 	scheme := runtime.NewScheme()
 	if err := gatewayv1.Install(scheme); err != nil {
 		t.Fatal(err)
@@ -326,7 +328,7 @@ func checkGatewayAPI(t *testing.T, srv *serverProcess, ns string) {
 // checkIstio creates a VirtualService whose spec is Istio's own Go type
 // (a protobuf message) as protojson writes it, through client-go's dynamic
 // client, and reads it back as stored.
-func checkIstio(t *testing.T, srv *serverProcess, ns string) {
+func checkIstio(t *testing.T, srv *binarytest.Server, ns string) {
 	spec := &networkingv1.VirtualService{
 		Hosts: []string{"reviews"},
 		Http: []*networkingv1.HTTPRoute{{
@@ -416,7 +418,7 @@ func installWidgets(t *testing.T, k kubectl) {
 // to customs; deleting the CRD removes its objects and its discovery entry;
 // CRDs of groups the Go types serve are refused.
 func TestKubectlCRDCase(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := startServer(t, "")
 	admin := newKubectl(t, srv.KubeconfigPath, "")
 	installWidgets(t, admin)
@@ -760,7 +762,7 @@ func checkRefusedCRDs(t *testing.T, k kubectl, hc *http.Client, base string) {
 // bound to edit in a namespace create widgets there (and nowhere else); one
 // labelled aggregate-to-view lets a viewer list them but not create.
 func TestKubectlCRDAggregation(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := startServer(t, "")
 	admin := newKubectl(t, srv.KubeconfigPath, "")
 	installWidgets(t, admin)

@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
@@ -27,7 +28,7 @@ import (
 // over HTTP; with --force-conflicts kubectl takes the field over and the Go
 // client reads kubectl's value and kubectl as a manager.
 func TestApplyConflictsWithGoCreate(t *testing.T) {
-	kubectlPath(t) // skips (or fails under CI=true) without kubectl, before any server starts
+	binarytest.Kubectl(t) // skips (or fails under CI=true) without kubectl, before any server starts
 	srv := customapitest.Start(t, install.Customs)
 	ns := customapitest.Namespace(t)
 	all, err := client.For[*testv1.Custom, *testv1.CustomList](srv.Registry(), install.Customs)

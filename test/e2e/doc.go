@@ -2,6 +2,8 @@
 // ./cmd/customapi once, the tests start it as a child process
 // (`customapi serve --data-dir <temp> --secure-port 0`), wait for its ready
 // line on stdout, and drive it with kubectl and plain HTTPS, as a user does.
+// Building, serving and running the binary is internal/binarytest's, which
+// test/upgrade shares.
 //
 // The package holds only tests:
 //

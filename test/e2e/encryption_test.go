@@ -9,10 +9,11 @@ import (
 	"encoding/base64"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // filesHolding returns the files under dir whose bytes contain s.
@@ -41,10 +42,9 @@ func filesHolding(t *testing.T, dir, s string) []string {
 // sh runs a shell command line of the docs with D set to the data dir.
 func sh(t *testing.T, dataDir, line string) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", line)
-	cmd.Env = append(os.Environ(), "D="+dataDir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", line, err, out)
+	res := binarytest.Run(t, binarytest.RunOptions{Env: append(os.Environ(), "D="+dataDir)}, "sh", "-c", line)
+	if res.ExitCode != 0 {
+		t.Fatalf("%s: %s", line, res)
 	}
 }
 
@@ -69,7 +69,7 @@ func TestSecretsEncryptionRotation(t *testing.T) {
 		}
 	}
 	readSecret(k)
-	srv.stop(t)
+	srv.Stop(t)
 	etcdDir := filepath.Join(dataDir, "etcd")
 	if files := filesHolding(t, etcdDir, plaintext); len(files) != 0 {
 		t.Fatalf("the plaintext is in %v", files)
@@ -84,19 +84,19 @@ func TestSecretsEncryptionRotation(t *testing.T) {
 	sh(t, dataDir, `KEY2=$(head -c 32 /dev/urandom | base64) && sed -i "s|          keys:|          keys:\n            - name: key2\n              secret: $KEY2|" "$D/encryption-config.yaml"`)
 	srv = startServer(t, dataDir)
 	readSecret(newKubectl(t, srv.KubeconfigPath, "default"))
-	srv.stop(t)
+	srv.Stop(t)
 	res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
-	if res.exitCode != 0 || !strings.Contains(res.stdout, "secrets: 1 rewritten (1 not under the primary encryption key), 0 already application/json\n") {
-		t.Fatalf("rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "secrets: 1 rewritten (1 not under the primary encryption key), 0 already application/json\n") {
+		t.Fatalf("rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	t.Logf("storage rewrite:\n%s", res.stdout)
+	t.Logf("storage rewrite:\n%s", res.Stdout)
 	sh(t, dataDir, `sed -i '/name: key1/,+1d' "$D/encryption-config.yaml"`)
 	if cfg, _ := os.ReadFile(filepath.Join(dataDir, "encryption-config.yaml")); bytes.Contains(cfg, []byte("key1")) || !bytes.Contains(cfg, []byte("name: key2")) {
 		t.Fatalf("after removing key1:\n%s", cfg)
 	}
 	srv = startServer(t, dataDir)
 	readSecret(newKubectl(t, srv.KubeconfigPath, "default"))
-	srv.stop(t)
+	srv.Stop(t)
 	if files := filesHolding(t, etcdDir, "k8s:enc:secretbox:v1:key2:"); len(files) == 0 {
 		t.Fatal("no etcd file holds a value under key2")
 	}
@@ -107,11 +107,11 @@ func TestSecretsEncryptionRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = runBinary(t, customapiBinary, "serve", "--data-dir", dataDir, "--secure-port", "0", "--encryption-provider-config", bad)
-	if res.exitCode == 0 || !strings.Contains(res.stderr, bad) || !strings.Contains(res.stderr, "resources[0].providers[0].aesgcm.keys[0].secret") {
-		t.Fatalf("serve with a malformed key: exit %d, stderr %q", res.exitCode, res.stderr)
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, bad) || !strings.Contains(res.Stderr, "resources[0].providers[0].aesgcm.keys[0].secret") {
+		t.Fatalf("serve with a malformed key: exit %d, stderr %q", res.ExitCode, res.Stderr)
 	}
 	res = runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir, "--encryption-provider-config", bad)
-	if res.exitCode == 0 || !strings.Contains(res.stderr, "resources[0].providers[0].aesgcm.keys[0].secret") {
-		t.Fatalf("rewrite with a malformed key: exit %d, stderr %q", res.exitCode, res.stderr)
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "resources[0].providers[0].aesgcm.keys[0].secret") {
+		t.Fatalf("rewrite with a malformed key: exit %d, stderr %q", res.ExitCode, res.Stderr)
 	}
 }

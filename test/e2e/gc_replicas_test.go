@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
 )
 
@@ -50,7 +50,7 @@ func TestGarbageCollectionReplicaKilled(t *testing.T) {
 	ctx := t.Context()
 	// A leads before B starts.
 	var holder string
-	poll(t, 30*time.Second, "A holds the collector's Lease", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "A holds the collector's Lease", func(ctx context.Context) (bool, error) {
 		l, err := kubeA.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "customapi-garbage-collector", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -145,7 +145,7 @@ func TestGarbageCollectionReplicaKilled(t *testing.T) {
 			}
 			deleted++
 			if deleted == 100 {
-				a.crash() // mid-cascade: A's Lease is left to expire
+				a.Crash() // mid-cascade: A's Lease is left to expire
 				killed = time.Since(start)
 				t.Logf("A (%s) killed after %d of %d deletions, %s after the owner's", holder, deleted, dependents, killed.Round(time.Millisecond))
 			}
@@ -175,7 +175,7 @@ func TestGarbageCollectionReplicaKilled(t *testing.T) {
 			continue
 		}
 		// The doomed reference is removed, the live one kept.
-		poll(t, 30*time.Second, "the both set owned by live alone", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, 30*time.Second, "the both set owned by live alone", func(ctx context.Context) (bool, error) {
 			list, err := kubeB.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "set=both"})
 			if err != nil {
 				return false, err
@@ -201,9 +201,9 @@ func TestGarbageCollectionReplicaKilled(t *testing.T) {
 	c := startServer(t, "", flags...)
 	cfgC := restConfigFrom(t, c.KubeconfigPath)
 	kubeC := kubernetes.NewForConfigOrDie(cfgC)
-	b.stop(t)
+	b.Stop(t)
 	stopped := time.Now()
-	poll(t, 10*time.Second, "C holds the Lease B released", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 10*time.Second, "C holds the Lease B released", func(ctx context.Context) (bool, error) {
 		l, err := kubeC.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, "customapi-garbage-collector", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -212,18 +212,4 @@ func TestGarbageCollectionReplicaKilled(t *testing.T) {
 		return got != "" && got != holderB, nil
 	})
 	t.Logf("C took the Lease %s after B stopped", time.Since(stopped).Round(time.Millisecond))
-}
-
-// poll calls cond every 100 ms until it returns true, or fails the test
-// with what (and cond's last error) after timeout.
-func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
 }

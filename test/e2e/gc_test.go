@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // gadgetsCRD is the CRD of the garbage collection case: Gadgets own and are
@@ -108,11 +110,11 @@ func gcRun(t *testing.T, k kubectl, steps ...step) {
 // Gadget owning a ConfigMap; a dangling uid; a namespace deleted with its
 // chains.
 func TestKubectlGarbageCollection(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := startServer(t, "") // the collector is on by default
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("the server's collector and requests:\n%s", srv.goroutines("garbagecollector", "filters.(*timeoutHandler)"))
+			t.Logf("the server's collector and requests:\n%s", srv.Goroutines("garbagecollector", "filters.(*timeoutHandler)"))
 		}
 	})
 	admin := newKubectl(t, srv.KubeconfigPath, "")

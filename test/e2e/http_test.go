@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // httpTimeout bounds one raw HTTP request.
@@ -180,7 +182,7 @@ func TestUnauthorized(t *testing.T) {
 // etcd's 1.5 MiB limit are 413 RequestEntityTooLarge and store nothing;
 // malformed YAML never reaches the server.
 func TestRequestLimits(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	ns := sharedNamespace(t, "limits")
 	k := newKubectl(t, srv.KubeconfigPath, ns)

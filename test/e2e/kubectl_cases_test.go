@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // step is one kubectl run of a case and what its result must be. In args,
@@ -31,7 +36,7 @@ type step struct {
 const (
 	// pollTimeout bounds the repetitions of a step with poll set.
 	pollTimeout = 30 * time.Second
-	// pollInterval is the pause between them.
+	// pollInterval is how often a step with poll set runs.
 	pollInterval = 200 * time.Millisecond
 )
 
@@ -53,23 +58,23 @@ func (st step) run(t *testing.T, k kubectl) {
 	for i, a := range st.args {
 		args[i] = sub(a)
 	}
-	deadline := time.Now().Add(pollTimeout)
-	for {
+	var codeOK bool
+	var problems []string
+	try := func(context.Context) (bool, error) {
 		res := k.runStdin(t, sub(st.stdin), args...)
-		codeOK, problems := st.check(res, sub)
-		if len(problems) == 0 || !st.poll || time.Now().After(deadline) {
-			if st.poll && len(problems) != 0 {
-				problems = append(problems, fmt.Sprintf("(still so after %s of polling)", pollTimeout))
-			}
-			if !codeOK {
-				t.Fatalf("%s", strings.Join(problems, "\n"))
-			}
-			for _, p := range problems {
-				t.Error(p)
-			}
-			return
-		}
-		time.Sleep(pollInterval)
+		codeOK, problems = st.check(res, sub)
+		return len(problems) == 0, nil
+	}
+	if !st.poll {
+		_, _ = try(t.Context())
+	} else if err := wait.PollUntilContextTimeout(t.Context(), pollInterval, pollTimeout, true, try); err != nil {
+		problems = append(problems, fmt.Sprintf("(still so after %s of polling)", pollTimeout))
+	}
+	if !codeOK {
+		t.Fatalf("%s", strings.Join(problems, "\n"))
+	}
+	for _, p := range problems {
+		t.Error(p)
 	}
 }
 
@@ -127,7 +132,7 @@ const (
 // namespace of its own (created first, as namespaces are enforced), in
 // parallel.
 func TestKubectl(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	base := newKubectl(t, srv.KubeconfigPath, "")
 
@@ -477,6 +482,6 @@ func checkWait(t *testing.T, k kubectl) {
 		t.Errorf("kubectl wait printed %q, want custom.test/wt1 condition met", l)
 	}
 	if code, ok := w.wait(eventTimeout); !ok || code != 0 {
-		t.Errorf("kubectl wait: exited %v, code %d; want exit code 0; stderr:\n%s", ok, code, w.stderr.String())
+		t.Errorf("kubectl wait: exited %v, code %d; want exit code 0; stderr:\n%s", ok, code, w.Stderr())
 	}
 }

@@ -2,17 +2,15 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 const (
@@ -22,31 +20,6 @@ const (
 	// kubectl (a watch).
 	eventTimeout = 20 * time.Second
 )
-
-var kubectlLookup struct {
-	once sync.Once
-	path string
-}
-
-// kubectlPath returns /usr/bin/kubectl, or the kubectl on PATH. Without one
-// the test is skipped, or fails when CI=true.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	kubectlLookup.once.Do(func() {
-		if st, err := os.Stat("/usr/bin/kubectl"); err == nil && !st.IsDir() {
-			kubectlLookup.path = "/usr/bin/kubectl"
-		} else if p, err := exec.LookPath("kubectl"); err == nil {
-			kubectlLookup.path = p
-		}
-	})
-	if kubectlLookup.path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("kubectl not found (not in /usr/bin, not on PATH); CI=true, so this is a failure, not a skip")
-		}
-		t.Skip("kubectl not found (not in /usr/bin, not on PATH)")
-	}
-	return kubectlLookup.path
-}
 
 // kubectl runs kubectl against one server, in one namespace.
 type kubectl struct {
@@ -60,7 +33,7 @@ type kubectl struct {
 // namespace ("" for none), with a discovery cache of its own.
 func newKubectl(t *testing.T, kubeconfig, namespace string) kubectl {
 	t.Helper()
-	path := kubectlPath(t)
+	path := binarytest.Kubectl(t)
 	cache, err := os.MkdirTemp(workDir, "kubectl-cache-")
 	if err != nil {
 		t.Fatal(err)
@@ -86,20 +59,26 @@ func (r kubectlResult) String() string {
 	return fmt.Sprintf("kubectl %s\nexit code %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.Args, " "), r.Code, r.Stdout, r.Stderr)
 }
 
-func (k kubectl) command(ctx context.Context, args []string) *exec.Cmd {
+// argv is kubectl's command line for args: the server's kubeconfig, this
+// client's discovery cache and the namespace first.
+func (k kubectl) argv(args []string) []string {
 	all := []string{"--kubeconfig", k.kubeconfig, "--cache-dir", k.cacheDir}
 	if k.namespace != "" {
 		all = append(all, "--namespace", k.namespace)
 	}
-	cmd := exec.CommandContext(ctx, k.path, append(all, args...)...)
+	return append(all, args...)
+}
+
+// kubectlEnv is the test's environment without KUBECONFIG: kubectl gets
+// its kubeconfig from --kubeconfig alone.
+func kubectlEnv() []string {
+	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
-	cmd.SysProcAttr = childProcAttr()
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
+	return env
 }
 
 // run runs kubectl args and returns its output and exit code; it fails the
@@ -112,24 +91,8 @@ func (k kubectl) run(t *testing.T, args ...string) kubectlResult {
 // runStdin is run with stdin as kubectl's standard input (for -f -).
 func (k kubectl) runStdin(t *testing.T, stdin string, args ...string) kubectlResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), kubectlTimeout)
-	defer cancel()
-	cmd := k.command(ctx, args)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := kubectlResult{Args: args, Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("kubectl %s: no exit within %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), kubectlTimeout, ctx.Err(), res.Stdout, res.Stderr)
-	case errors.As(err, &exitErr):
-		res.Code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	return res
+	res := binarytest.Run(t, binarytest.RunOptions{Timeout: kubectlTimeout, Stdin: stdin, Env: kubectlEnv()}, k.path, k.argv(args)...)
+	return kubectlResult{Args: args, Stdout: res.Stdout, Stderr: res.Stderr, Code: res.ExitCode}
 }
 
 // mustRun is run that fails the test unless kubectl exits with 0.
@@ -156,11 +119,9 @@ func (k kubectl) mustApply(t *testing.T, manifest string, args ...string) string
 // kubectlProcess is a kubectl running in the background, for example a
 // watch, whose standard output the test reads as it comes.
 type kubectlProcess struct {
+	*binarytest.Process
 	args   []string
-	cmd    *exec.Cmd
 	stdout *os.File // read end of kubectl's stdout
-	stderr syncBuffer
-	exited chan struct{}
 }
 
 // start starts kubectl args in the background. When the test ends it is
@@ -171,42 +132,22 @@ func (k kubectl) start(t *testing.T, args ...string) *kubectlProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &kubectlProcess{args: args, cmd: k.command(context.Background(), args), stdout: pr, exited: make(chan struct{})}
-	p.cmd.Stdout = pw
-	p.cmd.Stderr = &p.stderr
-	err = p.cmd.Start()
+	t.Cleanup(func() { pr.Close(); pw.Close() }) // after the kill (cleanups run last first)
+	cmd := binarytest.Command(context.Background(), k.path, k.argv(args)...)
+	cmd.Env = kubectlEnv()
+	cmd.Stdout = pw
+	p := binarytest.Start(t, cmd)
 	pw.Close()
-	if err != nil {
-		pr.Close()
-		t.Fatalf("start kubectl %s: %v", strings.Join(args, " "), err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		pr.Close()
-	})
-	return p
+	return &kubectlProcess{Process: p, args: args, stdout: pr}
 }
 
 // wait waits up to timeout for kubectl to exit and returns its exit code;
 // ok is false if it is still running.
 func (p *kubectlProcess) wait(timeout time.Duration) (code int, ok bool) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-p.exited:
-		return p.cmd.ProcessState.ExitCode(), true
-	case <-timer.C:
+	if !p.Wait(timeout) {
 		return 0, false
 	}
+	return p.ExitCode(), true
 }
 
 // lines returns kubectl's standard output line by line; the channel is
@@ -277,23 +218,14 @@ func next[T any](t *testing.T, p *kubectlProcess, ch <-chan T) T {
 	select {
 	case v, ok := <-ch:
 		if !ok {
-			t.Fatalf("kubectl %s: output ended (exited: %v); stderr:\n%s", strings.Join(p.args, " "), p.hasExited(), p.stderr.String())
+			t.Fatalf("kubectl %s: output ended (exited: %v); stderr:\n%s", strings.Join(p.args, " "), p.HasExited(), p.Stderr())
 		}
 		return v
 	case <-timer.C:
-		t.Fatalf("kubectl %s: nothing new within %s; stderr:\n%s", strings.Join(p.args, " "), eventTimeout, p.stderr.String())
+		t.Fatalf("kubectl %s: nothing new within %s; stderr:\n%s", strings.Join(p.args, " "), eventTimeout, p.Stderr())
 	}
 	var zero T
 	return zero
-}
-
-func (p *kubectlProcess) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
 }
 
 // customYAML is the manifest of a Custom named name with the given spec

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/etcd"
 )
 
@@ -55,8 +56,8 @@ func TestStartupTime(t *testing.T) {
 	}
 	checkLoopbackListeners(t, s)
 
-	res := s.stop(t)
-	t.Logf("SIGTERM to exit, idle server: %s", res.elapsed.Round(time.Millisecond))
+	res := s.Stop(t)
+	t.Logf("SIGTERM to exit, idle server: %s", res.Elapsed.Round(time.Millisecond))
 
 	s2 := startServer(t, dir)
 	t.Logf("start to ready, existing data dir: %s", s2.StartupTime.Round(time.Millisecond))
@@ -64,13 +65,13 @@ func TestStartupTime(t *testing.T) {
 
 // checkLoopbackListeners fails the test if the server process listens on
 // TCP anywhere but 127.0.0.1 (it reads /proc; Linux only).
-func checkLoopbackListeners(t *testing.T, s *serverProcess) {
+func checkLoopbackListeners(t *testing.T, s *binarytest.Server) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Log("listener check skipped: needs /proc")
 		return
 	}
-	listeners, err := tcpListeners(s.cmd.Process.Pid)
+	listeners, err := tcpListeners(s.Pid())
 	if err != nil {
 		t.Errorf("listeners: %v", err)
 		return
@@ -191,7 +192,7 @@ func listState(t *testing.T, k kubectl) map[string]objectState {
 // restart with the same data dir; the server exits 0, promptly.
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	dir := t.TempDir()
 	a := startServer(t, dir)
 	u, err := url.Parse(a.URL)
@@ -216,14 +217,14 @@ func TestRestart(t *testing.T) {
 		files[name] = data
 	}
 
-	res := a.stop(t)
-	if res.exitCode != 0 {
-		t.Fatalf("exit status %d, want 0", res.exitCode)
+	res := a.Stop(t)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit status %d, want 0", res.ExitCode)
 	}
-	if res.elapsed > promptShutdown {
-		t.Errorf("SIGTERM to exit: %s, want under %s", res.elapsed, promptShutdown)
+	if res.Elapsed > promptShutdown {
+		t.Errorf("SIGTERM to exit: %s, want under %s", res.Elapsed, promptShutdown)
 	}
-	t.Logf("SIGTERM to exit: %s", res.elapsed.Round(time.Millisecond))
+	t.Logf("SIGTERM to exit: %s", res.Elapsed.Round(time.Millisecond))
 
 	// The same port again, so that the kubeconfig may stay byte for byte
 	// the same.
@@ -273,7 +274,7 @@ func TestRestart(t *testing.T) {
 // exits rather than hanging, and the server still exits 0.
 func TestShutdownEndsWatch(t *testing.T) {
 	t.Parallel()
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	s := startServer(t, "")
 	ensureNamespace(t, s.KubeconfigPath, "e2e-inflight")
 	k := newKubectl(t, s.KubeconfigPath, "e2e-inflight")
@@ -290,16 +291,16 @@ func TestShutdownEndsWatch(t *testing.T) {
 	}
 
 	start := time.Now()
-	res := s.stop(t)
-	t.Logf("SIGTERM to server exit with a watch open: %s (exit status %d)", res.elapsed.Round(time.Millisecond), res.exitCode)
-	if res.exitCode != 0 {
-		t.Errorf("server exit status %d, want 0", res.exitCode)
+	res := s.Stop(t)
+	t.Logf("SIGTERM to server exit with a watch open: %s (exit status %d)", res.Elapsed.Round(time.Millisecond), res.ExitCode)
+	if res.ExitCode != 0 {
+		t.Errorf("server exit status %d, want 0", res.ExitCode)
 	}
 	code, ok := w.wait(watchEndTimeout)
 	if !ok {
-		t.Fatalf("kubectl get -w still running %s after the server exited; stderr:\n%s", watchEndTimeout, w.stderr.String())
+		t.Fatalf("kubectl get -w still running %s after the server exited; stderr:\n%s", watchEndTimeout, w.Stderr())
 	}
-	t.Logf("kubectl get -w ended %s after SIGTERM, exit code %d, stderr %q", time.Since(start).Round(time.Millisecond), code, strings.TrimSpace(w.stderr.String()))
+	t.Logf("kubectl get -w ended %s after SIGTERM, exit code %d, stderr %q", time.Since(start).Round(time.Millisecond), code, strings.TrimSpace(w.Stderr()))
 	for l := range lines {
 		t.Logf("watch printed after the shutdown: %q", l)
 	}
@@ -309,7 +310,7 @@ func TestShutdownEndsWatch(t *testing.T) {
 // what one writes the other gets, lists and watches.
 func TestSharedEtcd(t *testing.T) {
 	t.Parallel()
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{DataDir: t.TempDir(), UnsafeNoFsync: true})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/customapitest"
 )
 
@@ -43,11 +43,12 @@ func runTests(m *testing.M) int {
 		customapiBinary = bin
 	} else {
 		start := time.Now()
-		customapiBinary, err = buildBinary(dir)
+		bins, err := binarytest.Build(dir, binarytest.Customapi)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1
 		}
+		customapiBinary = bins[0]
 		if testing.Verbose() {
 			fmt.Printf("e2e: built %s in %s\n", customapiBinary, time.Since(start).Round(time.Millisecond))
 		}
@@ -61,42 +62,22 @@ func runTests(m *testing.M) int {
 	return code
 }
 
-// buildBinary runs `go build -o <dir>/customapi ./cmd/customapi` in the
-// module root (found with `go env GOMOD`).
-func buildBinary(dir string) (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("go env GOMOD: not in a module")
-	}
-	bin := filepath.Join(dir, "customapi")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/customapi")
-	cmd.Dir = filepath.Dir(gomod)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/customapi: %w\n%s", err, out)
-	}
-	return bin, nil
-}
-
 // shared is one server for the tests that only need some server: each of
 // them works in a namespace of its own. It is started by the first test
 // that asks for it and stopped by TestMain.
 var shared struct {
 	once sync.Once
-	srv  *serverProcess
+	srv  *binarytest.Server
 	err  error
 }
 
 // sharedServer returns the package's shared server, starting it on first use.
-func sharedServer(t *testing.T) *serverProcess {
+func sharedServer(t *testing.T) *binarytest.Server {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
 	shared.once.Do(func() {
 		dataDir := filepath.Join(workDir, "shared")
-		shared.srv, shared.err = launchServer(dataDir, nil)
+		shared.srv, shared.err = binarytest.Launch(customapiBinary, binarytest.ServeOptions{DataDir: dataDir})
 	})
 	if shared.err != nil {
 		t.Fatalf("shared server: %v", shared.err)
@@ -129,12 +110,12 @@ func stopSharedServer() []string {
 	if shared.srv == nil {
 		return nil
 	}
-	res := shared.srv.terminate(shutdownTimeout)
+	res := shared.srv.Terminate()
 	if testing.Verbose() {
-		fmt.Printf("e2e: shared server: started in %s, stopped in %s\n", shared.srv.StartupTime.Round(time.Millisecond), res.elapsed.Round(time.Millisecond))
-		for _, l := range res.notes {
+		fmt.Printf("e2e: shared server: started in %s, stopped in %s\n", shared.srv.StartupTime.Round(time.Millisecond), res.Elapsed.Round(time.Millisecond))
+		for _, l := range res.Notes {
 			fmt.Println("e2e: shared server stderr (expected):", l)
 		}
 	}
-	return res.problems
+	return res.Problems
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // ensureNamespace creates the Namespace ns on the server of kubeconfig
@@ -48,7 +50,7 @@ spec:
 // case creates (or deliberately does not create) a namespace of its own on
 // the shared server.
 func TestKubectlNamespaces(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	base := newKubectl(t, srv.KubeconfigPath, "")
 

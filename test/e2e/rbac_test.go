@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // userKubeconfig runs `customapi kubeconfig --user user --group g... --data-dir dir` and writes its output to a
@@ -18,8 +19,8 @@ func userKubeconfig(t *testing.T, dataDir, user string, groups ...string) string
 	// As the docs show it: -o writes the file, mode 0600 (it holds a key).
 	path := filepath.Join(t.TempDir(), user+".kubeconfig")
 	args = append(args, "-o", path)
-	if out, err := exec.Command(customapiBinary, args...).CombinedOutput(); err != nil {
-		t.Fatalf("customapi %v: %v\n%s", args, err, out)
+	if res := runCustomapi(t, args...); res.ExitCode != 0 {
+		t.Fatalf("customapi %v: %s", args, res)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -36,7 +37,7 @@ func userKubeconfig(t *testing.T, dataDir, user string, groups ...string) string
 // role grants; `auth can-i` (yes, no, --list) and `auth whoami` answer for each; and case R1 (no privilege
 // escalation through RBAC; allowed with bind and escalate).
 func TestRBAC(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	srv := startServer(t, "")
 	admin := newKubectl(t, srv.KubeconfigPath, "ns1")
 	superAdmin := newKubectl(t, filepath.Join(srv.DataDir, "super-admin.kubeconfig"), "ns1")

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/customapi/customapi/internal/binarytest"
+	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
 )
 
@@ -125,7 +127,7 @@ func TestStartSlowWatchCache(t *testing.T) {
 	dataDir := t.TempDir()
 	fill := startServer(t, dataDir, append([]string{"--etcd-servers", strings.Join(ec.Endpoints, ",")}, tlsArgs...)...)
 	createCustoms(t, fill, "default", "slow", 0, objects, map[string]types.UID{})
-	fill.stop(t)
+	fill.Stop(t)
 
 	target := strings.TrimPrefix(ec.Endpoints[0], "https://")
 	proxy := startThrottledProxy(t, target, 16<<10)
@@ -138,10 +140,10 @@ func TestStartSlowWatchCache(t *testing.T) {
 	var base string
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("serve's stdout:\n%s\nstderr:\n%s", tail(p.stdout.String(), 40), tail(p.stderr.String(), 40))
+			t.Logf("serve's stdout:\n%s\nstderr:\n%s", binarytest.Tail(p.Stdout(), 40), binarytest.Tail(p.Stderr(), 40))
 		}
 	})
-	poll(t, time.Minute, "serve writes its kubeconfig", func(context.Context) (bool, error) {
+	customapitest.Eventually(t, time.Minute, "serve writes its kubeconfig", func(context.Context) (bool, error) {
 		if _, err := os.Stat(kubeconfigOf(dataDir)); err != nil {
 			return false, err
 		}
@@ -164,14 +166,14 @@ func TestStartSlowWatchCache(t *testing.T) {
 		return n, nil
 	}
 	first := -1
-	poll(t, 2*time.Minute, "/readyz?verbose shows customs loading", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 2*time.Minute, "/readyz?verbose shows customs loading", func(ctx context.Context) (bool, error) {
 		n, err := progress(ctx)
 		if err == nil {
 			first = n
 		}
 		return err == nil, err
 	})
-	poll(t, 2*time.Minute, "the progress advances", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 2*time.Minute, "the progress advances", func(ctx context.Context) (bool, error) {
 		n, err := progress(ctx)
 		return err == nil && n > first && n < objects, err
 	})
@@ -198,11 +200,11 @@ func TestStartSlowWatchCache(t *testing.T) {
 		t.Errorf("a watch of customs while their cache loads: HTTP %d, Retry-After %q; want 429 with a Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 
-	poll(t, 2*time.Minute, "the log reports the load", func(context.Context) (bool, error) {
-		return strings.Contains(p.stdout.String()+p.stderr.String(), `"Watch cache still loading" resource="customs.test"`), nil
+	customapitest.Eventually(t, 2*time.Minute, "the log reports the load", func(context.Context) (bool, error) {
+		return strings.Contains(p.Stdout()+p.Stderr(), `"Watch cache still loading" resource="customs.test"`), nil
 	})
 	proxy.throttled.Store(false)
-	poll(t, 2*time.Minute, "/readyz green once etcd's answers flow", func(context.Context) (bool, error) {
+	customapitest.Eventually(t, 2*time.Minute, "/readyz green once etcd's answers flow", func(context.Context) (bool, error) {
 		r := do(t, hc, http.MethodGet, base+"/readyz?verbose", "", nil)
 		return r.Code == http.StatusOK, errors.New(string(r.Body))
 	})

@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,9 +18,10 @@ import (
 	"time"
 
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/version"
 
-	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 const (
@@ -30,56 +31,6 @@ const (
 	// startupSignalBound is how soon SIGTERM during start-up must end serve.
 	startupSignalBound = 2 * time.Second
 )
-
-// rawServe is a `customapi serve` process started without waiting for
-// readiness.
-type rawServe struct {
-	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
-	started        time.Time
-	exited         chan struct{}
-}
-
-// startRaw starts `customapi serve --data-dir dir --bind-address 127.0.0.1
-// -v=0` plus args; the process is killed when the test ends if still
-// running.
-func startRaw(t *testing.T, dir string, args ...string) *rawServe {
-	t.Helper()
-	customapitest.SkipOnSharedEtcd(t)
-	p := &rawServe{exited: make(chan struct{})}
-	p.cmd = exec.Command(customapiBinary, append([]string{"serve", "--data-dir", dir, "--bind-address", "127.0.0.1", "-v=0"}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.cmd.SysProcAttr = childProcAttr()
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	return p
-}
-
-// wait returns once the process exited, or fails the test after timeout.
-func (p *rawServe) wait(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		t.Fatalf("serve still running after %s; killed. stderr:\n%s", timeout, tail(p.stderr.String(), 20))
-	}
-}
 
 // lastLine is the last non-empty line of s.
 func lastLine(s string) string {
@@ -100,14 +51,14 @@ func TestSecondServeRefused(t *testing.T) {
 	}
 
 	second := startRaw(t, dir, "--secure-port", "0")
-	second.wait(t, 30*time.Second)
-	elapsed := time.Since(second.started)
-	msg := lastLine(second.stderr.String())
-	t.Logf("second serve exited %d after %s: %s", second.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), msg)
-	if second.cmd.ProcessState.ExitCode() == 0 {
+	second.RequireExit(t, 30*time.Second)
+	elapsed := time.Since(second.Started())
+	msg := lastLine(second.Stderr())
+	t.Logf("second serve exited %d after %s: %s", second.ExitCode(), elapsed.Round(time.Millisecond), msg)
+	if second.ExitCode() == 0 {
 		t.Errorf("second serve exited 0, want non-zero")
 	}
-	if pid := strconv.Itoa(first.cmd.Process.Pid); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+pid) {
+	if pid := strconv.Itoa(first.Pid()); !strings.Contains(msg, dir) || !strings.Contains(msg, "pid "+pid) {
 		t.Errorf("last line %q does not name the data dir %s and the owner's pid %s", msg, dir, pid)
 	}
 	if elapsed > refuseBound {
@@ -141,11 +92,11 @@ func TestSecurePortTaken(t *testing.T) {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	dir := t.TempDir()
 	p := startRaw(t, dir, "--secure-port", port)
-	p.wait(t, 30*time.Second)
-	elapsed := time.Since(p.started)
-	msg := lastLine(p.stderr.String())
-	t.Logf("serve on a taken port exited %d after %s: %s", p.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), msg)
-	if p.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(msg, "--secure-port") || !strings.Contains(msg, "127.0.0.1:"+port) {
+	p.RequireExit(t, 30*time.Second)
+	elapsed := time.Since(p.Started())
+	msg := lastLine(p.Stderr())
+	t.Logf("serve on a taken port exited %d after %s: %s", p.ExitCode(), elapsed.Round(time.Millisecond), msg)
+	if p.ExitCode() == 0 || !strings.Contains(msg, "--secure-port") || !strings.Contains(msg, "127.0.0.1:"+port) {
 		t.Errorf("want a non-zero exit and a last line naming --secure-port and 127.0.0.1:%s", port)
 	}
 	if elapsed > refuseBound {
@@ -166,57 +117,58 @@ func TestSignalDuringStartup(t *testing.T) {
 		name string
 		args []string
 		// reached reports that start-up got to the point to interrupt.
-		reached func(dir string, p *rawServe) bool
+		reached func(dir string, p *binarytest.Process) bool
 	}{
-		{"data dir locked", nil, func(dir string, p *rawServe) bool {
+		{"data dir locked", nil, func(dir string, p *binarytest.Process) bool {
 			b, err := os.ReadFile(filepath.Join(dir, "lock"))
-			return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(p.cmd.Process.Pid)
+			return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(p.Pid())
 		}},
-		{"embedded etcd starting", nil, func(dir string, _ *rawServe) bool {
+		{"embedded etcd starting", nil, func(dir string, _ *binarytest.Process) bool {
 			_, err := os.Stat(filepath.Join(dir, "etcd", "member"))
 			return err == nil
 		}},
-		{"external etcd unreachable", []string{"--etcd-servers", "http://127.0.0.1:1"}, func(_ string, p *rawServe) bool {
-			return strings.Contains(p.stderr.String(), "127.0.0.1:1")
+		{"external etcd unreachable", []string{"--etcd-servers", "http://127.0.0.1:1"}, func(_ string, p *binarytest.Process) bool {
+			return strings.Contains(p.Stderr(), "127.0.0.1:1")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			p := startRaw(t, dir, append([]string{"--secure-port", "0"}, tc.args...)...)
-			deadline := time.Now().Add(30 * time.Second)
-			for !tc.reached(dir, p) {
-				select {
-				case <-p.exited:
-					t.Fatalf("serve exited before the point; stderr:\n%s", p.stderr.String())
-				case <-time.After(5 * time.Millisecond):
+			// Polled often: the point passes quickly.
+			err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				if tc.reached(dir, p) {
+					return true, nil
 				}
-				if time.Now().After(deadline) {
-					t.Fatal("start-up did not reach the point within 30s")
+				if p.HasExited() {
+					return false, errors.New("serve exited before the point")
 				}
+				return false, nil
+			})
+			if err != nil {
+				t.Fatalf("start-up did not reach the point: %v; stderr:\n%s", err, p.Stderr())
 			}
-			if readyLine.MatchString(strings.SplitN(p.stdout.String(), "\n", 2)[0]) {
+			if binarytest.ReadyLine.MatchString(strings.SplitN(p.Stdout(), "\n", 2)[0]) {
 				t.Fatal("ready before the signal: the case did not test start-up")
 			}
 			signalled := time.Now()
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := p.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			p.wait(t, 30*time.Second)
+			p.RequireExit(t, 30*time.Second)
 			elapsed := time.Since(signalled)
-			t.Logf("SIGTERM %s after start: exit %d after %s; stderr:\n%s", signalled.Sub(p.started).Round(time.Millisecond), p.cmd.ProcessState.ExitCode(), elapsed.Round(time.Millisecond), tail(p.stderr.String(), 4))
+			t.Logf("SIGTERM %s after start: exit %d after %s; stderr:\n%s", signalled.Sub(p.Started()).Round(time.Millisecond), p.ExitCode(), elapsed.Round(time.Millisecond), binarytest.Tail(p.Stderr(), 4))
 			if elapsed > startupSignalBound {
 				t.Errorf("exit %s after SIGTERM, want within %s", elapsed, startupSignalBound)
 			}
-			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Errorf("exit status %d, want 0; stderr:\n%s", code, tail(p.stderr.String(), 20))
+			if code := p.ExitCode(); code != 0 {
+				t.Errorf("exit status %d, want 0; stderr:\n%s", code, binarytest.Tail(p.Stderr(), 20))
 			}
-			if strings.Contains(p.stdout.String(), "ready") {
-				t.Errorf("printed a ready line: %s", p.stdout.String())
+			if strings.Contains(p.Stdout(), "ready") {
+				t.Errorf("printed a ready line: %s", p.Stdout())
 			}
-			problems, _ := classifyStderr(p.stderr.String())
-			for _, pr := range problems {
-				t.Error(pr)
+			for _, l := range binarytest.ClassifyStderr(p.Stderr()).Errors {
+				t.Error("error-level log line: " + l)
 			}
 			requireUnlocked(t, filepath.Join(dir, "lock"))
 		})
@@ -229,10 +181,10 @@ func TestUnreachableEtcd(t *testing.T) {
 	t.Parallel()
 	const endpoint = "http://127.0.0.1:1"
 	p := startRaw(t, t.TempDir(), "--secure-port", "0", "--etcd-servers", endpoint)
-	p.wait(t, 90*time.Second)
-	msg := lastLine(p.stderr.String())
-	t.Logf("exit %d after %s: %s", p.cmd.ProcessState.ExitCode(), time.Since(p.started).Round(time.Millisecond), msg)
-	if p.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(msg, endpoint) {
+	p.RequireExit(t, 90*time.Second)
+	msg := lastLine(p.Stderr())
+	t.Logf("exit %d after %s: %s", p.ExitCode(), time.Since(p.Started()).Round(time.Millisecond), msg)
+	if p.ExitCode() == 0 || !strings.Contains(msg, endpoint) {
 		t.Errorf("want a non-zero exit and a last line naming %s", endpoint)
 	}
 }
@@ -246,8 +198,8 @@ func TestServeRefusesOverrides(t *testing.T) {
 	res := runCustomapi(t, "serve", "--data-dir", dir, "--secure-port", "0",
 		"--etcd-servers-overrides", "/events#http://127.0.0.1:1,example.com/widgets#http://127.0.0.1:1")
 	const want = `--etcd-servers-overrides: "example.com/widgets": this server serves no resource of group example.com; overrides apply only to resources compiled into the server`
-	if res.exitCode == 0 || !strings.Contains(res.stderr, want) {
-		t.Fatalf("exit %d, stderr %q; want an error containing %q", res.exitCode, res.stderr, want)
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want an error containing %q", res.ExitCode, res.Stderr, want)
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("the refused serve created %s", dir)
@@ -262,11 +214,11 @@ var versionLine = regexp.MustCompile(`^customapi (\S+)(?: \(commit ([0-9a-f]+)(,
 // version, /version's gitVersion a semantic version 1.37.x kubectl parses.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(customapiBinary, "version").Output()
-	if err != nil {
-		t.Fatal(err)
+	res := binarytest.Run(t, binarytest.RunOptions{}, customapiBinary, "version")
+	if res.ExitCode != 0 {
+		t.Fatalf("customapi version: %s", res)
 	}
-	line := strings.TrimSpace(string(out))
+	line := strings.TrimSpace(res.Stdout)
 	m := versionLine.FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("customapi version printed %q, want %s", line, versionLine)

@@ -4,17 +4,12 @@ package e2e
 // through the built binary on one data dir.
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
@@ -37,46 +33,9 @@ const storageCommandTimeout = 2 * time.Minute
 
 var customsResource = schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}
 
-// commandResult is a finished run of the customapi binary.
-type commandResult struct {
-	stdout, stderr string
-	exitCode       int
-	elapsed        time.Duration
-}
-
-// runCustomapi runs the customapi binary with args to completion, within
-// storageCommandTimeout.
-func runCustomapi(t *testing.T, args ...string) commandResult {
-	t.Helper()
-	return runBinary(t, customapiBinary, args...)
-}
-
-// runBinary runs bin with args to completion, within storageCommandTimeout.
-func runBinary(t *testing.T, bin string, args ...string) commandResult {
-	t.Helper()
-	customapitest.SkipOnSharedEtcd(t)
-	ctx, cancel := context.WithTimeout(t.Context(), storageCommandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := commandResult{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	if err != nil {
-		var exitErr *exec.ExitError
-		if !errors.As(err, &exitErr) {
-			t.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
-		}
-		res.exitCode = exitErr.ExitCode()
-	}
-	return res
-}
-
 // createCustoms creates customs c-<first>..c-<first+n-1> in ns over HTTPS
 // and records their uids in uids.
-func createCustoms(t *testing.T, srv *serverProcess, ns, origin string, first, n int, uids map[string]types.UID) {
+func createCustoms(t *testing.T, srv *binarytest.Server, ns, origin string, first, n int, uids map[string]types.UID) {
 	t.Helper()
 	cfg := restConfigFrom(t, srv.KubeconfigPath)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side rate limit (client-go's default is 5/s)
@@ -126,39 +85,39 @@ func TestStorageRewriteCommand(t *testing.T) {
 		if i == 0 {
 			// One owner per data dir: the rewrite refuses while serve runs.
 			res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
-			pid := strconv.Itoa(srv.cmd.Process.Pid)
-			if res.exitCode == 0 || !strings.Contains(res.stderr, "is in use by another customapi process (pid "+pid) {
-				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the datadir.InUseError naming pid %s", res.exitCode, res.stderr, pid)
+			pid := strconv.Itoa(srv.Pid())
+			if res.ExitCode == 0 || !strings.Contains(res.Stderr, "is in use by another customapi process (pid "+pid) {
+				t.Fatalf("rewrite while serving: exit %d, stderr %q; want the datadir.InUseError naming pid %s", res.ExitCode, res.Stderr, pid)
 			}
 		}
 		start = time.Now()
-		srv.stop(t)
+		srv.Stop(t)
 		t.Logf("server stopped in %s", time.Since(start).Round(time.Millisecond))
 	}
 
 	res := runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir, "--storage-media-type", runtime.ContentTypeJSON)
-	if res.exitCode != 0 {
-		t.Fatalf("rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	if res.ExitCode != 0 {
+		t.Fatalf("rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	t.Logf("rewrite (%s):\n%s", res.elapsed.Round(time.Millisecond), res.stdout)
+	t.Logf("rewrite (%s):\n%s", res.Elapsed.Round(time.Millisecond), res.Stdout)
 	want := fmt.Sprintf("customs.test: 200 rewritten (100 from application/cbor, 100 from %s), 100 already application/json\n", third)
-	if !strings.Contains(res.stdout, want) {
-		t.Fatalf("rewrite printed %q, want the line %q", res.stdout, want)
+	if !strings.Contains(res.Stdout, want) {
+		t.Fatalf("rewrite printed %q, want the line %q", res.Stdout, want)
 	}
 	// The customs and whatever else the servers wrote in the last
 	// encoding (the garbage collector's Lease, when it was renewed).
 	rewritten := 0
-	for _, m := range rewrittenLine.FindAllStringSubmatch(res.stdout, -1) {
+	for _, m := range rewrittenLine.FindAllStringSubmatch(res.Stdout, -1) {
 		n, _ := strconv.Atoi(m[1])
 		rewritten += n
 	}
-	if m := throughputLine.FindStringSubmatch(res.stdout); m == nil || m[1] != strconv.Itoa(rewritten) || rewritten < 200 {
-		t.Fatalf("rewrite printed no throughput line for the %d objects its lines say it rewrote (200 customs and more): %q", rewritten, res.stdout)
+	if m := throughputLine.FindStringSubmatch(res.Stdout); m == nil || m[1] != strconv.Itoa(rewritten) || rewritten < 200 {
+		t.Fatalf("rewrite printed no throughput line for the %d objects its lines say it rewrote (200 customs and more): %q", rewritten, res.Stdout)
 	}
 
 	res = runCustomapi(t, "storage", "rewrite", "--data-dir", dataDir)
-	if res.exitCode != 0 || !strings.Contains(res.stdout, "customs.test: 0 rewritten, 300 already application/json\n") {
-		t.Fatalf("second rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "customs.test: 0 rewritten, 300 already application/json\n") {
+		t.Fatalf("second rewrite: exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
 	}
 
 	srv := startServer(t, dataDir)
@@ -198,8 +157,8 @@ func TestStorageRewriteRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runCustomapi(t, append([]string{"storage", "rewrite"}, tc.args...)...)
-			if res.exitCode == 0 || !strings.Contains(res.stderr, tc.want) {
-				t.Fatalf("exit %d, stderr %q; want an error containing %q", res.exitCode, res.stderr, tc.want)
+			if res.ExitCode == 0 || !strings.Contains(res.Stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want an error containing %q", res.ExitCode, res.Stderr, tc.want)
 			}
 		})
 	}
@@ -208,44 +167,27 @@ func TestStorageRewriteRefusals(t *testing.T) {
 	}
 }
 
-// fleetBinary is the examples/fleet server, built on first use.
-var fleetBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // TestServeProtobufWithoutMarshallersFailsAtStart: a server whose resource
 // has no protobuf marshallers (the fleet example's Device), started with
 // --storage-media-type application/vnd.kubernetes.protobuf, exits at start
 // with the refusal naming the resource and the fix, and never serves.
 func TestServeProtobufWithoutMarshallersFailsAtStart(t *testing.T) {
-	fleetBinary.once.Do(func() {
-		fleetBinary.path = filepath.Join(workDir, "fleet")
-		out, err := exec.Command("go", "build", "-o", fleetBinary.path, "github.com/customapi/customapi/examples/fleet").CombinedOutput()
-		if err != nil {
-			fleetBinary.err = fmt.Errorf("go build examples/fleet: %w\n%s", err, out)
-		}
-	})
-	if fleetBinary.err != nil {
-		t.Fatal(fleetBinary.err)
-	}
 	// Devices alone: fleets have no marshallers either, and the stores
 	// open in parallel, so either could be the one named.
-	res := runBinary(t, fleetBinary.path, "serve", "--data-dir", t.TempDir(), "--secure-port", "0", "--resources", "devices", "--storage-media-type", runtime.ContentTypeProtobuf)
-	t.Logf("exit %d after %s: %s", res.exitCode, res.elapsed.Round(time.Millisecond), strings.TrimSpace(res.stderr))
+	res := runBinary(t, buildFleet(t), "serve", "--data-dir", t.TempDir(), "--secure-port", "0", "--resources", "devices", "--storage-media-type", runtime.ContentTypeProtobuf)
+	t.Logf("exit %d after %s: %s", res.ExitCode, res.Elapsed.Round(time.Millisecond), strings.TrimSpace(res.Stderr))
 	for _, want := range []string{
 		"resource devices.fleet.example.com cannot be stored as application/vnd.kubernetes.protobuf",
 		"has no generated protobuf marshallers",
 		"+k8s:protobuf-gen=package",
 		"customapi-gen",
 	} {
-		if res.exitCode == 0 || !strings.Contains(res.stderr, want) {
-			t.Errorf("exit %d, stderr %q; want it to contain %q", res.exitCode, res.stderr, want)
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, want) {
+			t.Errorf("exit %d, stderr %q; want it to contain %q", res.ExitCode, res.Stderr, want)
 		}
 	}
-	if strings.Contains(res.stdout, "ready at") {
-		t.Errorf("the server became ready: %s", res.stdout)
+	if strings.Contains(res.Stdout, "ready at") {
+		t.Errorf("the server became ready: %s", res.Stdout)
 	}
 }
 
@@ -276,8 +218,8 @@ func TestStorageRewriteExternalEtcd(t *testing.T) {
 		"customs.test: 0 rewritten, 50 already application/json\n",
 	} {
 		res := runCustomapi(t, args...)
-		if res.exitCode != 0 || !strings.Contains(res.stdout, want) {
-			t.Fatalf("exit %d, stdout %q, stderr %q; want %q", res.exitCode, res.stdout, res.stderr, want)
+		if res.ExitCode != 0 || !strings.Contains(res.Stdout, want) {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want %q", res.ExitCode, res.Stdout, res.Stderr, want)
 		}
 	}
 	if _, err := os.Stat(unused); err == nil {

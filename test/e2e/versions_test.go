@@ -10,16 +10,15 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/customapi/customapi/examples/fleet/fleetapi"
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -36,35 +35,25 @@ const (
 	fleetDeprecation = "Warning: fleet.example.com/v1alpha1 Fleet is deprecated; use fleet.example.com/v1 Fleet"
 )
 
-var (
-	// fleetReadyLine and fleetKubeconfigLine are the ready lines of
-	// `fleet serve` (command.Main with Name "fleet"; its first resource is
-	// devices).
-	fleetReadyLine      = regexp.MustCompile(`^fleet is ready at (https://\S+); try:$`)
-	fleetKubeconfigLine = regexp.MustCompile(`^\s+kubectl --kubeconfig (\S+) get devices$`)
-)
+// fleetBinary is the examples/fleet server, built on first use.
+var fleetBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// buildFleet returns the fleet example's binary, running
-// `go build -o <workDir>/fleet ./examples/fleet` in the module root on
-// first use. It shares fleetBinary (storage_test.go) with
-// TestServeProtobufWithoutMarshallersFailsAtStart: whichever runs first
-// builds it.
+// buildFleet returns the fleet example's binary, built into workDir on
+// first use (binarytest.Build).
 func buildFleet(t *testing.T) string {
 	t.Helper()
 	fleetBinary.once.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			fleetBinary.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		fleetBinary.path = filepath.Join(workDir, "fleet")
 		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", fleetBinary.path, "./examples/fleet")
-		cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fleetBinary.err = fmt.Errorf("go build ./examples/fleet: %w\n%s", err, out)
+		bins, err := binarytest.Build(workDir, binarytest.Fleet)
+		if err != nil {
+			fleetBinary.err = err
 			return
 		}
+		fleetBinary.path = bins[0]
 		t.Logf("built %s in %s", fleetBinary.path, time.Since(start).Round(time.Millisecond))
 	})
 	if fleetBinary.err != nil {
@@ -74,16 +63,13 @@ func buildFleet(t *testing.T) string {
 }
 
 // startFleetServer is startServer for the fleet example's binary, on a new
-// data dir.
-func startFleetServer(t *testing.T) *serverProcess {
+// data dir: `fleet serve` (command.Main with Name "fleet"; its first
+// resource is devices).
+func startFleetServer(t *testing.T) *binarytest.Server {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
-	s, err := launchBinary(buildFleet(t), fleetReadyLine, fleetKubeconfigLine, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("fleet server %s: ready in %s", s.URL, s.StartupTime.Round(time.Millisecond))
-	t.Cleanup(func() { s.stop(t) })
+	s := binarytest.Serve(t, buildFleet(t), binarytest.ServeOptions{DataDir: t.TempDir()})
+	requireReadyLines(t, s, "fleet", "devices")
 	return s
 }
 
@@ -181,7 +167,7 @@ func fleetV1YAML(name string, replicas int, region, zone string, labels string) 
 // customapi_requested_deprecated_apis, v1 (preferred) does not; explain,
 // api-versions, api-resources and discovery show each version.
 func TestVersionsKubectl(t *testing.T) {
-	kubectlPath(t) // skip before building anything without kubectl
+	binarytest.Kubectl(t) // skip before building anything without kubectl
 	srv := startFleetServer(t)
 	ns := "versions"
 	ensureNamespace(t, srv.KubeconfigPath, ns)
@@ -396,8 +382,8 @@ func TestVersionsKubectl(t *testing.T) {
 			if !reflect.DeepEqual(e.Object.Spec, jsonValue(t, tc.wantSpec)) {
 				t.Errorf("case %d: watch %s: spec = %v, want %s", i, tc.watchIn, e.Object.Spec, tc.wantSpec)
 			}
-			checkWarning(t, kubectlResult{Stderr: w.stderr.String()}, tc.watchIn == fleetsV1alpha1)
-			_ = w.cmd.Process.Kill()
+			checkWarning(t, kubectlResult{Stderr: w.Stderr()}, tc.watchIn == fleetsV1alpha1)
+			w.Kill()
 		}
 	})
 
@@ -578,7 +564,7 @@ func fleetEvents(p *kubectlProcess) <-chan fleetWatchEvent {
 // checks with kubectl that v1alpha1 is gone — 404 at every path, absent from
 // discovery, unknown to apply, get and explain — while v1 serves.
 func TestVersionsRemoved(t *testing.T) {
-	kubectlPath(t)
+	binarytest.Kubectl(t)
 	fleets := fleetapi.Fleets
 	fleets.Versions = slices.Clone(fleets.Versions)
 	fleets.Versions[0].Removed = true // and still Deprecated, as it was before

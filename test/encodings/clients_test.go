@@ -1,11 +1,7 @@
 package encodings_test
 
 import (
-	"bytes"
-	"context"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +17,7 @@ import (
 
 	fleetv1alpha1 "github.com/customapi/customapi/examples/fleet/apis/fleet/v1alpha1"
 	fleetclient "github.com/customapi/customapi/examples/fleet/generated/clientset/versioned"
+	"github.com/customapi/customapi/internal/binarytest"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	testclient "github.com/customapi/customapi/pkg/generated/clientset/versioned"
 )
@@ -322,30 +319,15 @@ func TestTypedClientProtobuf(t *testing.T) {
 // TestKubectl: kubectl get (table and -o yaml), apply and apply
 // --server-side work for both kinds.
 func TestKubectl(t *testing.T) {
-	kubectl := "/usr/bin/kubectl"
-	if _, err := os.Stat(kubectl); err != nil {
-		p, err := exec.LookPath("kubectl")
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("kubectl not found; CI=true, so this is a failure, not a skip")
-			}
-			t.Skip("kubectl not found")
-		}
-		kubectl = p
-	}
+	kubectl := binarytest.Kubectl(t)
 	cache := t.TempDir()
 	run := func(t *testing.T, stdin string, args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", shared.KubeconfigPath, "--cache-dir", cache}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var out, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("kubectl %s: %v: %s%s", strings.Join(args, " "), err, stderr.String(), out.String())
+		res := binarytest.Run(t, binarytest.RunOptions{Stdin: stdin}, kubectl, append([]string{"--kubeconfig", shared.KubeconfigPath, "--cache-dir", cache}, args...)...)
+		if res.ExitCode != 0 {
+			t.Fatalf("kubectl %s: %s", strings.Join(args, " "), res)
 		}
-		return out.String()
+		return res.Stdout
 	}
 	for _, k := range []kind{customs, devices} {
 		t.Run(k.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/customapi/customapi/pkg/customapitest"
 )
@@ -146,21 +147,17 @@ func (m *member) kill() {
 // waitQuorum polls (every 20 ms) until a linearizable read succeeds,
 // which needs a leader and a quorum, and returns when it did.
 func (c *cluster) waitQuorum(ctx context.Context, limit time.Duration) (time.Time, bool) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	var at time.Time
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		_, err := c.client.Get(rctx, "health")
-		cancel()
-		if err == nil {
-			return time.Now(), true
+		defer cancel()
+		if _, err := c.client.Get(rctx, "health"); err != nil {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return time.Time{}, false
+		at = time.Now()
+		return true, nil
+	})
+	return at, err == nil
 }
 
 // leader returns the index of the member that is leader now.

@@ -71,9 +71,9 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	}
 	// Established, then served: the first create is the probe.
 	var first attempt
-	waitFor(t, 30*time.Second, "the first Gadget create", func() bool {
+	customapitest.Eventually(t, 30*time.Second, "the first Gadget create", func(context.Context) (bool, error) {
 		first = createGadget(ctx, s, "first")
-		return first.code == http.StatusCreated
+		return first.code == http.StatusCreated, nil
 	})
 
 	type result struct {
@@ -124,13 +124,13 @@ func TestQuorumLossCustomResources(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 30*time.Second, "20 acknowledged Gadget creates", func() bool { return acked() >= 20 })
+	customapitest.Eventually(t, 30*time.Second, "20 acknowledged Gadget creates", func(context.Context) (bool, error) { return acked() >= 20, nil })
 
 	killed, tKill := loseQuorum(t, c)
 
-	waitFor(t, 10*time.Second, "/readyz to fail", func() bool {
+	customapitest.Eventually(t, 10*time.Second, "/readyz to fail", func(context.Context) (bool, error) {
 		a := do(ctx, s.HTTPClient, http.MethodGet, s.URL+"/readyz", nil)
-		return a.err == nil && a.code != http.StatusOK
+		return a.err == nil && a.code != http.StatusOK, nil
 	})
 
 	// Reads of Gadgets while quorum is lost.
@@ -142,9 +142,9 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	readResults := waitReads()
 	tRestart, tQuorum := regainQuorum(t, c, killed)
 	var firstOK attempt
-	waitFor(t, 30*time.Second, "a Gadget create to succeed after recovery", func() bool {
+	customapitest.Eventually(t, 30*time.Second, "a Gadget create to succeed after recovery", func(context.Context) (bool, error) {
 		firstOK = createGadget(ctx, s, fmt.Sprintf("probe-%d", time.Now().UnixNano()))
-		return firstOK.code == http.StatusCreated
+		return firstOK.code == http.StatusCreated, nil
 	})
 	recovery := firstOK.end.Sub(tQuorum)
 	stopWriters()

@@ -202,19 +202,19 @@ func TestQuorumLoss(t *testing.T) {
 	}
 	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopWriters)
-	waitFor(t, 30*time.Second, "30 acknowledged creates", func() bool { return acked.Load() >= 30 })
+	customapitest.Eventually(t, 30*time.Second, "30 acknowledged creates", func(context.Context) (bool, error) { return acked.Load() >= 30, nil })
 
 	killed, tKill := loseQuorum(t, c)
 
 	// /readyz goes red.
 	var readyzRed time.Duration
-	waitFor(t, 10*time.Second, "/readyz to fail", func() bool {
+	customapitest.Eventually(t, 10*time.Second, "/readyz to fail", func(context.Context) (bool, error) {
 		a := do(ctx, s.HTTPClient, http.MethodGet, s.URL+"/readyz", nil)
 		if a.err == nil && a.code != http.StatusOK {
 			readyzRed = time.Since(tKill)
-			return true
+			return true, nil
 		}
-		return false
+		return false, nil
 	})
 
 	// Reads while quorum is lost: the watch cache answers
@@ -231,14 +231,14 @@ func TestQuorumLoss(t *testing.T) {
 	tRestart, tQuorum := regainQuorum(t, c, killed)
 	// A new create after quorum returns.
 	var firstOK attempt
-	waitFor(t, 30*time.Second, "a create to succeed after recovery", func() bool {
+	customapitest.Eventually(t, 30*time.Second, "a create to succeed after recovery", func(context.Context) (bool, error) {
 		firstOK = create(ctx, s, fmt.Sprintf("probe-%d", time.Now().UnixNano()))
-		return firstOK.code == http.StatusCreated
+		return firstOK.code == http.StatusCreated, nil
 	})
 	recovery := firstOK.end.Sub(tQuorum)
-	waitFor(t, 30*time.Second, "/readyz to pass again", func() bool {
+	customapitest.Eventually(t, 30*time.Second, "/readyz to pass again", func(context.Context) (bool, error) {
 		a := do(ctx, s.HTTPClient, http.MethodGet, s.URL+"/readyz", nil)
-		return a.err == nil && a.code == http.StatusOK
+		return a.err == nil && a.code == http.StatusOK, nil
 	})
 	stopWriters()
 
@@ -431,17 +431,4 @@ func distribution(d []time.Duration) string {
 	}
 	slices.Sort(d)
 	return fmt.Sprintf("%d, time to fail p50 %v, max %v", len(d), d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
-}
-
-// waitFor polls cond every 20 ms until it is true, failing the test after
-// limit.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -22,7 +22,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -109,23 +108,6 @@ func (a admissionServer) storedLabels(t *testing.T, ns, name string) map[string]
 		t.Fatalf("%s: %v (value %.200q)", key, err, resp.Kvs[0].Value)
 	}
 	return obj.Labels
-}
-
-// eventually polls cond every 50 ms until it returns true, failing the test
-// with what and the last error after effectTimeout.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, effectTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, effectTimeout, last)
-	}
 }
 
 // webhookServer is an admission webhook over TLS (httptest, its own

@@ -44,28 +44,6 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// requireStatus fails the test unless err is a Status error with the code
-// whose message contains each of want; it returns the error.
-func requireStatus(t *testing.T, err error, code int32, want ...string) *apierrors.StatusError {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want code %d with %q", code, want)
-	}
-	var se *apierrors.StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("got %T %v, want a StatusError with code %d", err, err, code)
-	}
-	if se.ErrStatus.Code != code {
-		t.Fatalf("got code %d (reason %s: %s), want %d", se.ErrStatus.Code, se.ErrStatus.Reason, se.ErrStatus.Message, code)
-	}
-	for _, w := range want {
-		if !strings.Contains(se.ErrStatus.Message, w) {
-			t.Fatalf("message %q does not contain %q", se.ErrStatus.Message, w)
-		}
-	}
-	return se
-}
-
 // requireNotStored fails unless name is not found in ns, through c.
 func requireNotStored(t *testing.T, c customsClient, name string) {
 	t.Helper()
@@ -132,7 +110,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	}
 	probeNS := a.namespace(t, on)
 	probes := a.doors[1].customs(probeNS)
-	eventually(t, "both webhooks called", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "both webhooks called", func(ctx context.Context) (bool, error) {
 		_, err := probes.Create(ctx, probe(1, "forbidden probe"), metav1.CreateOptions{})
 		if err == nil {
 			return false, nil
@@ -147,7 +125,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		bad := custom("bad")
 		bad.Spec.Message = "this is forbidden"
 		_, err := c.Create(t.Context(), bad, metav1.CreateOptions{})
-		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request: `+denyMessage)
+		customapitest.RequireCode(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request: `+denyMessage)
 		requireNotStored(t, c, "bad")
 
 		good := create(t, c, custom("good"))
@@ -168,7 +146,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		// An update is matched too.
 		got.Spec.Message = "now forbidden"
 		_, err = c.Update(t.Context(), got, metav1.UpdateOptions{})
-		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
+		customapitest.RequireCode(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
 
 		// matchConditions: the big webhook is called for over 100
 		// replicas only.
@@ -198,7 +176,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		}
 		bad.Name = "dry-bad"
 		_, err = c.Create(t.Context(), bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		requireStatus(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
+		customapitest.RequireCode(t, err, http.StatusForbidden, `admission webhook "`+denyHook+`" denied the request`)
 
 		// Another namespace: neither webhook is called.
 		free := custom("free")
@@ -222,7 +200,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "w1-effects"},
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{withEffects},
 	}, metav1.CreateOptions{})
-	requireReason(t, err, metav1.StatusReasonInvalid)
+	customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
 
 	t.Run("timeout", func(t *testing.T) {
 		slow := map[string]string{"policy": "slow"}
@@ -235,7 +213,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		slowProbes := a.doors[1].customs(a.namespace(t, slow))
-		eventually(t, "hanging webhook called", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "hanging webhook called", func(ctx context.Context) (bool, error) {
 			_, err := slowProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
 			return err != nil && strings.Contains(err.Error(), "failed calling webhook"), err
 		})
@@ -248,7 +226,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			if el := time.Since(start); el > 8*time.Second {
 				t.Errorf("refused after %s, want about timeoutSeconds (1 s)", el)
 			}
-			requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+hangHook+`"`)
+			customapitest.RequireCode(t, err, http.StatusInternalServerError, `failed calling webhook "`+hangHook+`"`)
 			requireNotStored(t, c, "slow")
 		})
 	})
@@ -260,7 +238,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 				c := d.customs(a.namespace(t, on))
 				// The mutating webhook is called first.
 				_, err := c.Create(t.Context(), custom("down"), metav1.CreateOptions{})
-				requireStatus(t, err, http.StatusInternalServerError, `failed calling webhook "`+mutateHook+`"`)
+				customapitest.RequireCode(t, err, http.StatusInternalServerError, `failed calling webhook "`+mutateHook+`"`)
 				requireNotStored(t, c, "down")
 				// An unmatched write never calls it.
 				create(t, d.customs(a.namespace(t, nil)), custom("elsewhere"))
@@ -286,7 +264,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if _, err := regs.ValidatingWebhookConfigurations().Update(ctx, curv, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("update the validating webhook configuration of a stopped webhook: %v", err)
 		}
-		eventually(t, "failurePolicy Ignore in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "failurePolicy Ignore in effect", func(ctx context.Context) (bool, error) {
 			_, err := probes.Create(ctx, probe(1, "forbidden, but nobody checks"), metav1.CreateOptions{})
 			return err == nil, err
 		})
@@ -322,7 +300,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			_, err := a.kube.CoreV1().ConfigMaps(cm).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}}, metav1.CreateOptions{})
 			return err
 		}
-		eventually(t, "catch-all webhook refusing writes", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "catch-all webhook refusing writes", func(ctx context.Context) (bool, error) {
 			err := configMap(ctx)
 			return err != nil && strings.Contains(err.Error(), `failed calling webhook "`+allHook+`"`), err
 		})
@@ -342,7 +320,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 		if err := regs.MutatingWebhookConfigurations().Delete(ctx, mwc.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete %s: %v", mwc.Name, err)
 		}
-		eventually(t, "writes after the catch-all webhook's removal", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "writes after the catch-all webhook's removal", func(ctx context.Context) (bool, error) {
 			err := configMap(ctx)
 			return err == nil, err
 		})
@@ -414,7 +392,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	}
 	const denied = "ValidatingAdmissionPolicy '" + limitPolicy + "' with binding '" + limitBinding + "' denied request: replicas must be at most 3"
 	probes := a.doors[1].customs(a.namespace(t, dev))
-	eventually(t, "policy in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "policy in effect", func(ctx context.Context) (bool, error) {
 		_, err := probes.Create(ctx, probe(4, ""), metav1.CreateOptions{})
 		return err != nil && strings.Contains(err.Error(), denied), err
 	})
@@ -425,8 +403,8 @@ func TestAdmissionPolicies(t *testing.T) {
 			over := custom("four")
 			over.Spec.Replicas = 4
 			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
-			requireReason(t, err, metav1.StatusReasonInvalid)
-			requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+			customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+			customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, denied)
 			requireNotStored(t, c, "four")
 
 			at := custom("three")
@@ -434,7 +412,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			got := create(t, c, at)
 			got.Spec.Replicas = 4
 			_, err = c.Update(t.Context(), got, metav1.UpdateOptions{})
-			requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+			customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, denied)
 
 			elsewhere := custom("ten")
 			elsewhere.Spec.Replicas = 10
@@ -451,7 +429,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		if _, err := regs.ValidatingAdmissionPolicyBindings().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "binding in Warn mode", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "binding in Warn mode", func(ctx context.Context) (bool, error) {
 			_, err := probes.Create(ctx, probe(4, ""), metav1.CreateOptions{})
 			return err == nil, err
 		})
@@ -497,7 +475,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		}
 		const deniedBySelector = "ValidatingAdmissionPolicy '" + limitPolicy + "' with binding 'replicas-limit-selector' denied request: replicas must be at most 2"
 		selProbes := a.doors[1].customs(a.namespace(t, bySelector))
-		eventually(t, "binding with a param selector in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "binding with a param selector in effect", func(ctx context.Context) (bool, error) {
 			_, err := selProbes.Create(ctx, probe(3, ""), metav1.CreateOptions{})
 			return err != nil && strings.Contains(err.Error(), deniedBySelector), err
 		})
@@ -506,7 +484,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			over := custom("three")
 			over.Spec.Replicas = 3
 			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
-			requireStatus(t, err, http.StatusUnprocessableEntity, deniedBySelector)
+			customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, deniedBySelector)
 			at := custom("two")
 			at.Spec.Replicas = 2
 			create(t, c, at)
@@ -552,7 +530,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		}
 		const deniedByCustom = "ValidatingAdmissionPolicy 'custom-params' with binding 'custom-params' denied request: replicas must be at most 2 (custom limits)"
 		userProbes := a.doors[1].customs(a.namespace(t, userParams))
-		eventually(t, "policy with custom params in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "policy with custom params in effect", func(ctx context.Context) (bool, error) {
 			_, err := userProbes.Create(ctx, probe(3, ""), metav1.CreateOptions{})
 			return err != nil && strings.Contains(err.Error(), deniedByCustom), err
 		})
@@ -561,7 +539,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			over := custom("three")
 			over.Spec.Replicas = 3
 			_, err := c.Create(t.Context(), over, metav1.CreateOptions{})
-			requireStatus(t, err, http.StatusUnprocessableEntity, deniedByCustom)
+			customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, deniedByCustom)
 			at := custom("two")
 			at.Spec.Replicas = 2
 			create(t, c, at)
@@ -577,7 +555,7 @@ func TestAdmissionPolicies(t *testing.T) {
 				Validations:      []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <="}},
 			},
 		}, metav1.CreateOptions{})
-		requireReason(t, err, metav1.StatusReasonInvalid)
+		customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
 
 		// A field customs do not have compiles, fails the type check
 		// (status.typeChecking) and, at run time, denies (Fail).
@@ -592,7 +570,7 @@ func TestAdmissionPolicies(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "type check in the policy's status", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "type check in the policy's status", func(ctx context.Context) (bool, error) {
 			p, err := regs.ValidatingAdmissionPolicies().Get(ctx, typoPolicy, metav1.GetOptions{})
 			if err != nil || p.Status.TypeChecking == nil {
 				return false, err
@@ -617,14 +595,14 @@ func TestAdmissionPolicies(t *testing.T) {
 		}
 		const prefix = "ValidatingAdmissionPolicy '" + typoPolicy + "' with binding '" + typoBinding + "' denied request: "
 		typoProbes := a.doors[1].customs(a.namespace(t, typoOn))
-		eventually(t, "policy with a typo in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "policy with a typo in effect", func(ctx context.Context) (bool, error) {
 			_, err := typoProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
 			return err != nil && strings.Contains(err.Error(), prefix), err
 		})
 		forDoors(t, a.doors, func(t *testing.T, d door) {
 			c := d.customs(a.namespace(t, typoOn))
 			_, err := c.Create(t.Context(), custom("c"), metav1.CreateOptions{})
-			requireStatus(t, err, http.StatusUnprocessableEntity, prefix, "replicaz")
+			customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, prefix, "replicaz")
 			requireNotStored(t, c, "c")
 		})
 	})
@@ -663,7 +641,7 @@ func TestAdmissionPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 		teamProbes := a.doors[1].customs(a.namespace(t, map[string]string{"team": "probe"}))
-		eventually(t, "mutating policy in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "mutating policy in effect", func(ctx context.Context) (bool, error) {
 			out, err := teamProbes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
 			return err == nil && out.Labels["team"] == "probe", err
 		})
@@ -711,7 +689,7 @@ func TestAdmissionNamespaceLifecycle(t *testing.T) {
 		a := startAdmissionServer(t, nil)
 		forDoors(t, a.doors, func(t *testing.T, d door) {
 			_, err := d.customs(namespace(t)).Create(t.Context(), custom("c"), metav1.CreateOptions{})
-			requireReason(t, err, metav1.StatusReasonNotFound)
+			customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 		})
 	})
 }
@@ -767,14 +745,14 @@ func TestAdmissionMatchPolicy(t *testing.T) {
 	}
 	const denied = `admission webhook "equivalent.fleet.example.com" denied the request: size 6 over 5 (object fleet.example.com/v1alpha1, kind v1alpha1, request kind v1)`
 	probes := doors[1].fleet(a.namespace(t, map[string]string{"match": "Equivalent"}))
-	eventually(t, "fleet webhook in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "fleet webhook in effect", func(ctx context.Context) (bool, error) {
 		_, err := probes.Create(ctx, fleet("", 6), metav1.CreateOptions{})
 		return err != nil && strings.Contains(err.Error(), denied), err
 	})
 	for _, d := range doors {
 		t.Run(d.name, func(t *testing.T) {
 			_, err := d.fleet(a.namespace(t, map[string]string{"match": "Equivalent"})).Create(t.Context(), fleet("six", 6), metav1.CreateOptions{})
-			requireStatus(t, err, http.StatusForbidden, denied)
+			customapitest.RequireCode(t, err, http.StatusForbidden, denied)
 			exact := a.namespace(t, map[string]string{"match": "Exact"})
 			if _, err := d.fleet(exact).Create(t.Context(), fleet("six", 6), metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create in v1 with a v1alpha1 webhook of matchPolicy Exact: %v", err)
@@ -806,7 +784,7 @@ func TestAdmissionReinvocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		probes := a.doors[1].customs(a.namespace(t, sel))
-		eventually(t, "webhooks of "+string(policy)+" in effect", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "webhooks of "+string(policy)+" in effect", func(ctx context.Context) (bool, error) {
 			out, err := probes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
 			return err == nil && out.Labels["mutated"] == "true" && out.Labels["second"] == "true", err
 		})
@@ -903,7 +881,7 @@ func TestAdmissionAudit(t *testing.T) {
 	const failureKey = "validation.policy.admission.k8s.io/validation_failure"
 	probeNS := a.namespace(t, auditOn)
 	probes := a.doors[1].customs(probeNS)
-	eventually(t, "audit binding in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "audit binding in effect", func(ctx context.Context) (bool, error) {
 		if _, err := probes.Create(ctx, probe(5, ""), metav1.CreateOptions{}); err != nil {
 			return false, err
 		}
@@ -921,7 +899,7 @@ func TestAdmissionAudit(t *testing.T) {
 		over.Spec.Replicas = 5
 		create(t, d.customs(ns), over)
 		var got map[string]string
-		eventually(t, "audit event", func(context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "audit event", func(context.Context) (bool, error) {
 			events, err := annotations(ns)
 			got = events["five"]
 			return got != nil, err
@@ -1011,7 +989,7 @@ func TestAdmissionAuthorizer(t *testing.T) {
 		return u
 	}
 	// Until RBAC and the policy take effect.
-	eventually(t, "policy denying alice", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "policy denying alice", func(ctx context.Context) (bool, error) {
 		_, err := aliceHTTP.Resource(customsGVR).Namespace(ns).Create(ctx, obj(""), metav1.CreateOptions{})
 		return err != nil && strings.Contains(err.Error(), denied), err
 	})
@@ -1019,12 +997,12 @@ func TestAdmissionAuthorizer(t *testing.T) {
 	t.Run("inprocess", func(t *testing.T) {
 		c := a.doors[0].customs(ns)
 		_, err := c.Create(alice, custom("by-alice-inprocess"), metav1.CreateOptions{})
-		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, denied)
 		create(t, c, custom("by-the-apiserver"))
 	})
 	t.Run("http", func(t *testing.T) {
 		_, err := aliceHTTP.Resource(customsGVR).Namespace(ns).Create(ctx, obj("by-alice-http"), metav1.CreateOptions{})
-		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, denied)
 		create(t, a.doors[1].customs(ns), custom("by-the-admin"))
 	})
 }
@@ -1086,14 +1064,14 @@ plugins:
 	a := startAdmissionServer(t, func(o *server.Options) { o.Admission.ConfigFile = config })
 	const denied = "ValidatingAdmissionPolicy 'owner-label.static.k8s.io' with binding 'owner-label.static.k8s.io' denied request: every custom needs an owner label"
 	probes := a.doors[1].customs(a.namespace(t, map[string]string{"static": "on"}))
-	eventually(t, "static policy in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "static policy in effect", func(ctx context.Context) (bool, error) {
 		_, err := probes.Create(ctx, probe(1, ""), metav1.CreateOptions{})
 		return err != nil && strings.Contains(err.Error(), denied), err
 	})
 	forDoors(t, a.doors, func(t *testing.T, d door) {
 		c := d.customs(a.namespace(t, map[string]string{"static": "on"}))
 		_, err := c.Create(t.Context(), custom("anonymous"), metav1.CreateOptions{})
-		requireStatus(t, err, http.StatusUnprocessableEntity, denied)
+		customapitest.RequireCode(t, err, http.StatusUnprocessableEntity, denied)
 		owned := custom("owned")
 		owned.Labels = map[string]string{"owner": "me"}
 		create(t, c, owned)
@@ -1108,5 +1086,5 @@ plugins:
 		t.Errorf("listed policies %d, want none (static policies are no API objects)", len(list.Items))
 	}
 	err = regs.ValidatingAdmissionPolicies().Delete(t.Context(), "owner-label.static.k8s.io", metav1.DeleteOptions{})
-	requireReason(t, err, metav1.StatusReasonNotFound)
+	customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 }

@@ -98,7 +98,7 @@ func startCRServerWith(t *testing.T, configure func(*server.Options)) crServer {
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), widgetCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "widgets.example.com Established and served", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "widgets.example.com Established and served", func(ctx context.Context) (bool, error) {
 		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "widgets.example.com", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -233,7 +233,7 @@ func TestCustomResourcesBothDoors(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "the namespaces gone with their widgets", func(ctx context.Context) (bool, error) {
+		customapitest.Eventually(t, effectTimeout, "the namespaces gone with their widgets", func(ctx context.Context) (bool, error) {
 			for _, ns := range namespaces {
 				if _, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					return false, err
@@ -311,7 +311,7 @@ func TestCustomResourceDefinitionInGoGroupRefused(t *testing.T) {
 	}) {
 		t.Error("discovery does not list widgets in example.com/v1")
 	}
-	eventually(t, "OpenAPI v3 has example.com/v1", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "OpenAPI v3 has example.com/v1", func(ctx context.Context) (bool, error) {
 		paths, err := c.kube.Discovery().OpenAPIV3().Paths()
 		if err != nil {
 			return false, err
@@ -420,7 +420,7 @@ func TestCustomResourcesAdmission(t *testing.T) {
 	}
 	const denied = "ValidatingAdmissionPolicy '" + policy + "' with binding '" + binding + "' denied request: 42 is not a widget size"
 	probes := c.srv.Dynamic.Resource(widgets).Namespace("default")
-	eventually(t, "policy in effect", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "policy in effect", func(ctx context.Context) (bool, error) {
 		_, err := probes.Create(ctx, widget("probe-"+rand.String(5), map[string]any{"size": int64(42)}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), denied), nil
 	})

@@ -199,22 +199,16 @@ func createChain(t *testing.T, d gcDoor, ns string, c1Finalizers ...string) chai
 func gone[T metav1.Object](t *testing.T, what string, get func(ctx context.Context) (T, error)) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var last string
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, gcTimeout, what+" gone", func(ctx context.Context) (bool, error) {
 		obj, err := get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 			return true, nil
 		case err != nil:
-			last = err.Error()
-		default:
-			last = fmt.Sprintf("still there: deletionTimestamp %v, finalizers %v, ownerReferences %d", obj.GetDeletionTimestamp(), obj.GetFinalizers(), len(obj.GetOwnerReferences()))
+			return false, err
 		}
-		return false, nil
+		return false, fmt.Errorf("still there: deletionTimestamp %v, finalizers %v, ownerReferences %d", obj.GetDeletionTimestamp(), obj.GetFinalizers(), len(obj.GetOwnerReferences()))
 	})
-	if err != nil {
-		t.Fatalf("%s: not gone within %s (%s)", what, gcTimeout, last)
-	}
 	return time.Since(start)
 }
 
@@ -232,24 +226,30 @@ func present[T metav1.Object](t *testing.T, what string, get func(ctx context.Co
 // being deleted) during gcQuiet.
 func stays[T metav1.Object](t *testing.T, what string, get func(ctx context.Context) (T, error)) {
 	t.Helper()
-	deadline := time.Now().Add(gcQuiet)
-	for time.Now().Before(deadline) {
-		obj, err := get(t.Context())
+	throughout(t, what, func(ctx context.Context) error {
+		obj, err := get(ctx)
 		if err != nil {
-			t.Fatalf("%s: %v, want it left alone", what, err)
+			return fmt.Errorf("%w, want it left alone", err)
 		}
 		if obj.GetDeletionTimestamp() != nil {
-			t.Fatalf("%s: being deleted (finalizers %v), want it left alone", what, obj.GetFinalizers())
+			return fmt.Errorf("being deleted (finalizers %v), want it left alone", obj.GetFinalizers())
 		}
-		pollPause(t, 50*time.Millisecond)
-	}
+		return nil
+	})
 }
 
-// pollPause waits d between two polls (or until the test's context ends).
-func pollPause(t *testing.T, d time.Duration) {
-	select {
-	case <-time.After(d):
-	case <-t.Context().Done():
+// throughout calls check every 50 ms for gcQuiet and fails the test with
+// what and check's first error: the check that the collector leaves
+// something alone, where customapitest.Eventually waits for it to act.
+// check gets the test's context, so a read under way when gcQuiet ends
+// is not cut short.
+func throughout(t *testing.T, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, gcQuiet, true, func(context.Context) (bool, error) {
+		return false, check(t.Context())
+	})
+	if err != nil && !wait.Interrupted(err) {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -316,7 +316,7 @@ func (g gcServer) observed(t *testing.T, ns string) {
 // for a cluster-scoped dependent, as kube's recorder does).
 func (g gcServer) invalidRefEvent(t *testing.T, ns string, dependent metav1.Object) {
 	t.Helper()
-	eventually(t, "a Warning event OwnerRefInvalidNamespace about "+dependent.GetName(), func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "a Warning event OwnerRefInvalidNamespace about "+dependent.GetName(), func(ctx context.Context) (bool, error) {
 		evs, err := g.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -395,23 +395,22 @@ func checkForeground(t *testing.T, d gcDoor, ns string, ch chain) {
 		t.Fatalf("f right after a foreground delete: deletionTimestamp %v, finalizers %v; want one, and %s", f.DeletionTimestamp, f.Finalizers, metav1.FinalizerDeleteDependents)
 	}
 	gone(t, "d2", getter(cms, "d2"))
-	eventually(t, "c1 being deleted (held by "+holdFinalizer+")", func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, effectTimeout, "c1 being deleted (held by "+holdFinalizer+")", func(ctx context.Context) (bool, error) {
 		c1, err := cms.Get(ctx, "c1", metav1.GetOptions{})
 		return err == nil && c1.DeletionTimestamp != nil, err
 	})
 	// While c1 is held, d1 (foreground: it has a dependent) and f wait.
-	deadline := time.Now().Add(gcQuiet)
-	for time.Now().Before(deadline) {
+	throughout(t, "while c1 is held", func(context.Context) error {
 		f := present(t, "f while c1 is held", customGetter(customs, "f"))
 		d1 := present(t, "d1 while c1 is held", getter(cms, "d1"))
 		if f.DeletionTimestamp == nil || !slices.Contains(f.Finalizers, metav1.FinalizerDeleteDependents) {
-			t.Fatalf("f while c1 is held: deletionTimestamp %v, finalizers %v; want one, and %s", f.DeletionTimestamp, f.Finalizers, metav1.FinalizerDeleteDependents)
+			return fmt.Errorf("f: deletionTimestamp %v, finalizers %v; want one, and %s", f.DeletionTimestamp, f.Finalizers, metav1.FinalizerDeleteDependents)
 		}
 		if d1.UID != ch.d1.UID {
-			t.Fatalf("d1 has uid %s, want %s", d1.UID, ch.d1.UID)
+			return fmt.Errorf("d1 has uid %s, want %s", d1.UID, ch.d1.UID)
 		}
-		pollPause(t, 100*time.Millisecond)
-	}
+		return nil
+	})
 	d1 := present(t, "d1 while c1 is held", getter(cms, "d1"))
 	if d1.DeletionTimestamp == nil || !slices.Contains(d1.Finalizers, metav1.FinalizerDeleteDependents) {
 		t.Errorf("d1 while c1 is held: deletionTimestamp %v, finalizers %v; want one, and %s (deleted in the foreground: it has a dependent)", d1.DeletionTimestamp, d1.Finalizers, metav1.FinalizerDeleteDependents)

@@ -1,12 +1,10 @@
 package semantics_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -25,48 +23,6 @@ func create(t *testing.T, c customsClient, obj *testv1.Custom) *testv1.Custom {
 		t.Fatalf("create %s: %v", obj.Name, err)
 	}
 	return out
-}
-
-// requireReason fails the test unless err is a Status error with the reason.
-func requireReason(t *testing.T, err error, want metav1.StatusReason) *apierrors.StatusError {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want reason %s", want)
-	}
-	var se *apierrors.StatusError
-	if !errors.As(err, &se) {
-		t.Fatalf("got %T %v, want a StatusError with reason %s", err, err, want)
-	}
-	if got := apierrors.ReasonForError(err); got != want {
-		t.Fatalf("got reason %s (code %d: %v), want %s", got, se.ErrStatus.Code, err, want)
-	}
-	return se
-}
-
-// requireCause fails unless the error has a cause for the field.
-func requireCause(t *testing.T, se *apierrors.StatusError, fieldPath string) {
-	t.Helper()
-	if se.ErrStatus.Details != nil {
-		for _, c := range se.ErrStatus.Details.Causes {
-			if c.Field == fieldPath {
-				return
-			}
-		}
-	}
-	t.Fatalf("no cause for field %s in %+v", fieldPath, se.ErrStatus.Details)
-}
-
-// requireCauseType fails unless the error has a cause of the type.
-func requireCauseType(t *testing.T, se *apierrors.StatusError, want metav1.CauseType) {
-	t.Helper()
-	if se.ErrStatus.Details != nil {
-		for _, c := range se.ErrStatus.Details.Causes {
-			if c.Type == want {
-				return
-			}
-		}
-	}
-	t.Fatalf("no cause of type %s in %+v", want, se.ErrStatus.Details)
 }
 
 // snapshot is every object of a namespace as name -> uid/resourceVersion,

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // Label and field selectors select; limit and continue walk every object
@@ -99,7 +101,7 @@ func TestListSelectorsAndPaging(t *testing.T) {
 		})
 		t.Run("malformed continue token", func(t *testing.T) {
 			_, err := c.List(ctx, metav1.ListOptions{Limit: 3, Continue: "not-a-token"})
-			requireReason(t, err, metav1.StatusReasonBadRequest)
+			customapitest.RequireReason(t, err, metav1.StatusReasonBadRequest)
 		})
 	})
 }

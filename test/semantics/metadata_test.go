@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // TestCreateRejectsResourceVersion: a create carrying a resourceVersion is
@@ -29,9 +30,9 @@ func TestCreateRejectsResourceVersion(t *testing.T) {
 				obj := custom("c" + strings.TrimPrefix(rv, "-"))
 				obj.ResourceVersion = rv
 				_, err := c.Create(t.Context(), obj, metav1.CreateOptions{})
-				requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "metadata.resourceVersion")
+				customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "metadata.resourceVersion")
 				_, err = c.Get(t.Context(), obj.Name, metav1.GetOptions{})
-				requireReason(t, err, metav1.StatusReasonNotFound)
+				customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 				requireUnchanged(t, c, before)
 			})
 		}
@@ -62,9 +63,9 @@ func TestUpdateStaleMissingNoop(t *testing.T) {
 			stale := cur.DeepCopy()
 			stale.Spec.Message = "stale"
 			_, err := c.Update(ctx, stale, metav1.UpdateOptions{})
-			se := requireReason(t, err, metav1.StatusReasonConflict)
-			if !strings.Contains(se.ErrStatus.Message, "the object has been modified") {
-				t.Fatalf("conflict message %q", se.ErrStatus.Message)
+			st := customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
+			if !strings.Contains(st.Message, "the object has been modified") {
+				t.Fatalf("conflict message %q", st.Message)
 			}
 			requireUnchanged(t, c, before)
 		})
@@ -74,7 +75,7 @@ func TestUpdateStaleMissingNoop(t *testing.T) {
 			noRV.ResourceVersion = ""
 			noRV.Spec.Message = "no rv"
 			_, err := c.Update(ctx, noRV, metav1.UpdateOptions{})
-			requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "metadata.resourceVersion")
+			customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "metadata.resourceVersion")
 			requireUnchanged(t, c, before)
 		})
 		t.Run("no-op update, no watch event", func(t *testing.T) {
@@ -129,7 +130,7 @@ func TestDeletePreconditions(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				before := snapshot(t, c)
 				err := c.Delete(ctx, "c1", metav1.DeleteOptions{Preconditions: &tc.pre})
-				requireReason(t, err, metav1.StatusReasonConflict)
+				customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
 				requireUnchanged(t, c, before)
 				got, err := c.Get(ctx, "c1", metav1.GetOptions{})
 				if err != nil || got.DeletionTimestamp != nil {
@@ -143,7 +144,7 @@ func TestDeletePreconditions(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = c.Get(ctx, "c1", metav1.GetOptions{})
-			requireReason(t, err, metav1.StatusReasonNotFound)
+			customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 		})
 	})
 }
@@ -161,7 +162,7 @@ func TestInvalidNames(t *testing.T) {
 		for _, name := range []string{"a/b", "..", ".", "a%2Fb", "Upper", strings.Repeat("a", 254), "-start", "a_b"} {
 			t.Run("name "+shortName(name), func(t *testing.T) {
 				_, err := c.Create(t.Context(), custom(name), metav1.CreateOptions{})
-				requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "metadata.name")
+				customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "metadata.name")
 				requireUnchanged(t, c, before)
 			})
 		}
@@ -169,7 +170,7 @@ func TestInvalidNames(t *testing.T) {
 			obj := custom("")
 			obj.GenerateName = "Bad/"
 			_, err := c.Create(t.Context(), obj, metav1.CreateOptions{})
-			requireReason(t, err, metav1.StatusReasonInvalid)
+			customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
 			requireUnchanged(t, c, before)
 		})
 		t.Run("valid edge cases", func(t *testing.T) {
@@ -233,14 +234,14 @@ func TestFinalizersAndGracefulDeletion(t *testing.T) {
 		}
 		before := snapshot(t, c)
 		_, err = c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold","example.com/more"]}}`), metav1.PatchOptions{})
-		requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "metadata.finalizers")
+		customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "metadata.finalizers")
 		requireUnchanged(t, c, before)
 
 		if _, err := c.Patch(ctx, "c1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.Get(ctx, "c1", metav1.GetOptions{})
-		requireReason(t, err, metav1.StatusReasonNotFound)
+		customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 
 		if ev := nextEvent(t, w); ev.Type != watch.Modified || eventCustom(t, ev).DeletionTimestamp == nil {
 			t.Fatalf("first event %s, want MODIFIED with deletionTimestamp", ev.Type)
@@ -350,9 +351,9 @@ func TestServerSetMetadataWinsOnApply(t *testing.T) {
 					"  deletionGracePeriodSeconds: 30\n  generation: 7\nspec:\n  message: applied\n  replicas: 2\nstatus:\n  phase: Faked\n"
 				got, err := c.Patch(t.Context(), tc.name, types.ApplyYAMLPatchType, []byte(manifest), metav1.PatchOptions{FieldManager: "x"})
 				if tc.uid != "" {
-					requireReason(t, err, metav1.StatusReasonConflict)
+					customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
 					_, err := c.Get(t.Context(), tc.name, metav1.GetOptions{})
-					requireReason(t, err, metav1.StatusReasonNotFound)
+					customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 					return
 				}
 				if err != nil {

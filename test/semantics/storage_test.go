@@ -105,9 +105,9 @@ func TestCompactedAndImpossibleResourceVersions(t *testing.T) {
 			}, metav1.StatusReasonBadRequest, ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				se := requireReason(t, tc.call(), tc.reason)
+				st := customapitest.RequireReason(t, tc.call(), tc.reason)
 				if tc.cause != "" {
-					requireCauseType(t, se, tc.cause)
+					customapitest.RequireCauseType(t, st, tc.cause)
 				}
 			})
 		}
@@ -173,7 +173,7 @@ func TestObjectsOverEtcdLimit(t *testing.T) {
 			{"update to 2 MiB", func() error { _, err := c.Update(ctx, grown, metav1.UpdateOptions{}); return err }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				requireReason(t, tc.call(), metav1.StatusReasonRequestEntityTooLarge)
+				customapitest.RequireReason(t, tc.call(), metav1.StatusReasonRequestEntityTooLarge)
 				requireUnchanged(t, c, before)
 			})
 		}

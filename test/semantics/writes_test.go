@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // JSON patch, merge patch, strategic merge patch and server-side apply on
@@ -78,9 +79,9 @@ func TestPatchTypes(t *testing.T) {
 			// A second manager changing an owned field conflicts; Force takes it.
 			other := "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: p2\nspec:\n  replicas: 3\n"
 			_, err = c.Patch(ctx, "p2", types.ApplyYAMLPatchType, []byte(other), metav1.PatchOptions{FieldManager: "other"})
-			se := requireReason(t, err, metav1.StatusReasonConflict)
-			if !strings.Contains(se.ErrStatus.Message, "applier") {
-				t.Fatalf("conflict message %q does not name the owner", se.ErrStatus.Message)
+			st := customapitest.RequireReason(t, err, metav1.StatusReasonConflict)
+			if !strings.Contains(st.Message, "applier") {
+				t.Fatalf("conflict message %q does not name the owner", st.Message)
 			}
 			got, err = c.Patch(ctx, "p2", types.ApplyYAMLPatchType, []byte(other), metav1.PatchOptions{FieldManager: "other", Force: ptr.To(true)})
 			if err != nil || got.Spec.Replicas != 3 {
@@ -131,10 +132,10 @@ func TestFieldValidation(t *testing.T) {
 		t.Run("Strict", func(t *testing.T) {
 			before := snapshot(t, c)
 			_, err := c.Patch(ctx, "f1", types.MergePatchType, patch, metav1.PatchOptions{FieldValidation: metav1.FieldValidationStrict})
-			se := requireReason(t, err, metav1.StatusReasonInvalid)
-			requireCause(t, se, "patch")
-			if !strings.Contains(se.ErrStatus.Message, `unknown field "spec.bogus"`) {
-				t.Fatalf("message %q does not name spec.bogus", se.ErrStatus.Message)
+			st := customapitest.RequireReason(t, err, metav1.StatusReasonInvalid)
+			customapitest.RequireCause(t, st, "patch")
+			if !strings.Contains(st.Message, `unknown field "spec.bogus"`) {
+				t.Fatalf("message %q does not name spec.bogus", st.Message)
 			}
 			requireUnchanged(t, c, before)
 		})
@@ -153,7 +154,7 @@ func TestFieldValidation(t *testing.T) {
 		}
 		t.Run("unknown fieldValidation value", func(t *testing.T) {
 			_, err := c.Create(ctx, custom("f2"), metav1.CreateOptions{FieldValidation: "Bogus"})
-			requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "fieldValidation")
+			customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "fieldValidation")
 		})
 	})
 }
@@ -173,14 +174,14 @@ func TestDryRun(t *testing.T) {
 				t.Fatalf("dry-run create: %v, %+v", err, got.ObjectMeta)
 			}
 			_, err = c.Get(ctx, "dry", metav1.GetOptions{})
-			requireReason(t, err, metav1.StatusReasonNotFound)
+			customapitest.RequireReason(t, err, metav1.StatusReasonNotFound)
 			requireUnchanged(t, c, before)
 		})
 		t.Run("create invalid", func(t *testing.T) {
 			bad := custom("dry")
 			bad.Spec.Replicas = -1
 			_, err := c.Create(ctx, bad, metav1.CreateOptions{DryRun: dry})
-			requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "spec.replicas")
+			customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "spec.replicas")
 		})
 		t.Run("update", func(t *testing.T) {
 			changed := c1.DeepCopy()
@@ -220,7 +221,7 @@ func TestDryRun(t *testing.T) {
 		})
 		t.Run("unknown dryRun value", func(t *testing.T) {
 			_, err := c.Create(ctx, custom("x1"), metav1.CreateOptions{DryRun: []string{"Bogus"}})
-			requireCause(t, requireReason(t, err, metav1.StatusReasonInvalid), "dryRun")
+			customapitest.RequireCause(t, customapitest.RequireReason(t, err, metav1.StatusReasonInvalid), "dryRun")
 			requireUnchanged(t, c, before)
 		})
 	})
@@ -319,9 +320,9 @@ func TestBadInput(t *testing.T) {
 			{"malformed apply YAML", patchErr(types.ApplyYAMLPatchType, "metadata: [\n", metav1.PatchOptions{FieldManager: "x"}), metav1.StatusReasonBadRequest, ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				se := requireReason(t, tc.call(), tc.reason)
+				st := customapitest.RequireReason(t, tc.call(), tc.reason)
 				if tc.field != "" {
-					requireCause(t, se, tc.field)
+					customapitest.RequireCause(t, st, tc.field)
 				}
 				requireUnchanged(t, c, before)
 			})

@@ -1,5 +1,5 @@
 // Package upgrade tests that data written by the previous release of
-// customapi is read by this one unchanged (issue 18, "upgrade safety").
+// customapi is read by this one unchanged.
 //
 // testdata/<fixture>/backup.tar.gz is a `backup` of a server of the
 // previous release (commit 9fb5e6a, one version per kind), and
@@ -16,8 +16,10 @@
 //
 // TestMain builds the current ./cmd/customapi and ./examples/fleet once;
 // TestUpgrade restores each fixture into a new data dir with the current
-// binary's `restore`, serves it (127.0.0.1, a port of the kernel's choice,
-// stopped with SIGTERM at the end) and checks, with client-go and kubectl,
+// binary's `restore`, serves it (internal/binarytest, as test/e2e does:
+// 127.0.0.1, a port of the kernel's choice, stopped with SIGTERM at the
+// end, no error-level log line, klog's included) and checks, with
+// client-go and kubectl,
 // that every object reads back as recorded (same uid, resourceVersion,
 // spec, status, labels, managedFields; the secret's data decrypted), that
 // lists and watches work, that a new write works, and that after

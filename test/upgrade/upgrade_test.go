@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -31,6 +30,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/customapi/customapi/internal/binarytest"
 )
 
 // fixture is one directory of testdata: a backup written by the previous
@@ -87,7 +88,7 @@ func testUpgrade(t *testing.T, fx fixture) {
 	want := loadExpected(t, fx.name)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	res := mustRun(t, bin, "restore", "--data-dir", dataDir, filepath.Join("testdata", fx.name, "backup.tar.gz"))
-	t.Logf("restore: %s", strings.TrimSpace(res.stdout))
+	t.Logf("restore: %s", strings.TrimSpace(res.Stdout))
 
 	s := serve(t, bin, dataDir)
 	c := newClients(t, s.Config)
@@ -109,22 +110,22 @@ func testUpgrade(t *testing.T, fx fixture) {
 	for i, w := range want {
 		before[i] = c.get(t, w)
 	}
-	s.stop(t)
+	s.Stop(t)
 	if t.Failed() {
 		return
 	}
 
 	// Every object is rewritten: the fixture's are JSON.
 	res = mustRun(t, bin, "storage", "rewrite", "--data-dir", dataDir, "--storage-media-type", "application/cbor")
-	t.Logf("storage rewrite:\n%s", strings.TrimSpace(res.stdout))
-	if !strings.Contains(res.stdout, "rewrote ") || strings.Contains(res.stdout, "rewrote 0 objects") {
+	t.Logf("storage rewrite:\n%s", strings.TrimSpace(res.Stdout))
+	if !strings.Contains(res.Stdout, "rewrote ") || strings.Contains(res.Stdout, "rewrote 0 objects") {
 		t.Errorf("storage rewrite rewrote nothing: %s", res)
 	}
-	// storage migrate, once it exists (issue 18), too.
+	// storage migrate, once it exists, too.
 	// (Without it, `storage migrate --help` is storage's own help.)
-	if help := run(t, "", bin, "storage", "migrate", "--help"); help.code == 0 && migrateUsage.MatchString(help.stdout) {
+	if help := run(t, bin, "storage", "migrate", "--help"); help.ExitCode == 0 && migrateUsage.MatchString(help.Stdout) {
 		res = mustRun(t, bin, "storage", "migrate", "--data-dir", dataDir)
-		t.Logf("storage migrate:\n%s", strings.TrimSpace(res.stdout))
+		t.Logf("storage migrate:\n%s", strings.TrimSpace(res.Stdout))
 	}
 
 	s = serve(t, bin, dataDir)
@@ -406,7 +407,7 @@ func nextEvent(t *testing.T, ctx context.Context, w watch.Interface) watch.Event
 
 // checkSecret checks that Secret upgrade/creds reads back decrypted, and
 // that etcd holds it encrypted (k8s:enc:..., not the password).
-func checkSecret(t *testing.T, c clients, s *server) {
+func checkSecret(t *testing.T, c clients, s *binarytest.Server) {
 	t.Helper()
 	secret, err := c.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("upgrade").Get(context.Background(), "creds", metav1.GetOptions{})
 	if err != nil {
@@ -416,7 +417,7 @@ func checkSecret(t *testing.T, c clients, s *server) {
 	if b, err := base64.StdEncoding.DecodeString(enc); err != nil || string(b) != secretPassword {
 		t.Errorf("secret upgrade/creds password %q (%v), want %q", b, err, secretPassword)
 	}
-	if s.Etcd[0] == "" {
+	if s.Etcd.Endpoint == "" {
 		t.Fatal("serve printed no etcdctl line: cannot read etcd")
 	}
 	value := etcdValue(t, s.Etcd, "/registry/secrets/upgrade/creds")
@@ -427,20 +428,20 @@ func checkSecret(t *testing.T, c clients, s *server) {
 
 // etcdValue reads key from the embedded etcd (endpoint, CA, certificate,
 // key as serve's etcdctl line names them).
-func etcdValue(t *testing.T, e [4]string, key string) string {
+func etcdValue(t *testing.T, e binarytest.EtcdClient, key string) string {
 	t.Helper()
-	ca, err := os.ReadFile(e[1])
+	ca, err := os.ReadFile(e.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	cert, err := tls.LoadX509KeyPair(e[2], e[3])
+	cert, err := tls.LoadX509KeyPair(e.CertFile, e.KeyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{e[0]},
+		Endpoints:   []string{e.Endpoint},
 		DialTimeout: 10 * time.Second,
 		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 	})
@@ -459,11 +460,11 @@ func etcdValue(t *testing.T, e [4]string, key string) string {
 
 // checkKubectl reads the fixture with kubectl: tables of the fixture's
 // kind and of the batteries, and the secret's password.
-func checkKubectl(t *testing.T, s *server, fx fixture, want []*unstructured.Unstructured) {
-	kubectl := kubectlPath(t)
+func checkKubectl(t *testing.T, s *binarytest.Server, fx fixture, want []*unstructured.Unstructured) {
+	kubectl := binarytest.Kubectl(t)
 	k := func(args ...string) string {
 		t.Helper()
-		return mustRun(t, kubectl, append([]string{"--kubeconfig", s.Kubeconfig, "--cache-dir", t.TempDir()}, args...)...).stdout
+		return mustRun(t, kubectl, append([]string{"--kubeconfig", s.KubeconfigPath, "--cache-dir", t.TempDir()}, args...)...).Stdout
 	}
 	table := k("get", fx.kind.Resource+"."+fx.kind.Group, "-n", "upgrade")
 	for _, name := range []string{"plain", "with-status", "kept", "applied"} {
@@ -484,23 +485,6 @@ func checkKubectl(t *testing.T, s *server, fx fixture, want []*unstructured.Unst
 	if b, err := base64.StdEncoding.DecodeString(pw); err != nil || string(b) != secretPassword {
 		t.Errorf("kubectl get secret creds: password %q (%v), want %q", b, err, secretPassword)
 	}
-}
-
-// kubectlPath returns /usr/bin/kubectl or the first kubectl on PATH; the
-// test is skipped without one, or fails when CI=true.
-func kubectlPath(t *testing.T) string {
-	t.Helper()
-	if st, err := os.Stat("/usr/bin/kubectl"); err == nil && !st.IsDir() {
-		return "/usr/bin/kubectl"
-	}
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("kubectl not found; CI=true, so this is a failure, not a skip")
-	}
-	t.Skip("kubectl not found (not in /usr/bin, not on PATH)")
-	return ""
 }
 
 // equalObjects is whether two objects are the same, field by field.

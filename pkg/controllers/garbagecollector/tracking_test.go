@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -86,24 +85,21 @@ func TestTracking(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done })
-	poll(t, "the collector lists every resource", func() bool { return c.Synced() })
+	customapitest.Eventually(t, 30*time.Second, "the collector lists every resource", func(context.Context) (bool, error) { return c.Synced(), nil })
 	tracked := func(t *testing.T, objects, nodes int) {
 		t.Helper()
-		var o, n int
-		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			o, n = c.Tracked()
-			return o == objects && n == nodes, nil
-		}); err != nil {
-			t.Fatalf("the collector keeps %d objects and %d nodes, want %d and %d", o, n, objects, nodes)
-		}
+		customapitest.Eventually(t, 30*time.Second, fmt.Sprintf("the collector keeping %d objects and %d nodes", objects, nodes), func(context.Context) (bool, error) {
+			o, n := c.Tracked()
+			return o == objects && n == nodes, fmt.Errorf("it keeps %d objects and %d nodes", o, n)
+		})
 	}
 	tracked(t, 0, 0)
 
 	gone := func(t *testing.T, name string) {
 		t.Helper()
-		poll(t, name+" collected", func() bool {
+		customapitest.Eventually(t, 30*time.Second, name+" collected", func(ctx context.Context) (bool, error) {
 			_, err := cms.Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err)
+			return apierrors.IsNotFound(err), err
 		})
 	}
 	ownedBy := func(owner metav1.Object, kind string) []metav1.OwnerReference {
@@ -184,16 +180,6 @@ func TestTracking(t *testing.T) {
 			gone(t, dep)
 			tracked(t, 0, 0)
 		})
-	}
-}
-
-// poll waits up to 30 s for cond.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	}); err != nil {
-		t.Fatalf("%s: %v", what, err)
 	}
 }
 

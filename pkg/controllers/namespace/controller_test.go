@@ -2,6 +2,7 @@ package namespace_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
@@ -55,20 +55,18 @@ func TestRegistryWithNamespaces(t *testing.T) {
 	if err := nss.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(ctx, func() (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "namespace held by the finalizer alone", func(ctx context.Context) (bool, error) {
 		ns, err := nss.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		_, err = in.Get(ctx, "free", metav1.GetOptions{})
-		return ns.Status.Phase == corev1.NamespaceTerminating && apierrors.IsNotFound(err) &&
+		ok := ns.Status.Phase == corev1.NamespaceTerminating && apierrors.IsNotFound(err) &&
 			slices.ContainsFunc(ns.Status.Conditions, func(c corev1.NamespaceCondition) bool {
 				return c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue
-			}), nil
+			})
+		return ok, fmt.Errorf("phase %s, conditions %+v; get free: %v", ns.Status.Phase, ns.Status.Conditions, err)
 	})
-	if err != nil {
-		t.Fatalf("namespace never held by the finalizer alone: %v", err)
-	}
 	held, err := in.Get(ctx, "held", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,19 +75,11 @@ func TestRegistryWithNamespaces(t *testing.T) {
 	if _, err := in.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(ctx, func() (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, "namespace gone after its last finalizer", func(ctx context.Context) (bool, error) {
 		_, err := nss.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
-	if err != nil {
-		t.Fatalf("namespace not gone after its last finalizer: %v", err)
-	}
-}
-
-// poll calls cond every 50 ms until it is true or fails, at most 30 s.
-func poll(ctx context.Context, cond func() (bool, error)) error {
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond() })
 }

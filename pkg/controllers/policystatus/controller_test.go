@@ -2,13 +2,13 @@ package policystatus_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
@@ -71,7 +71,7 @@ func TestTypeChecking(t *testing.T) {
 		}
 	}
 	for _, tc := range cases {
-		got := waitChecked(ctx, t, policies, tc.policy.Name, 1)
+		got := waitChecked(t, policies, tc.policy.Name, 1)
 		checkWarnings(t, got, len(tc.want), func(i int, w admissionregistrationv1.ExpressionWarning) bool {
 			return w.FieldRef == tc.want[i].fieldRef && strings.Contains(w.Warning, tc.want[i].contains)
 		})
@@ -92,7 +92,7 @@ func TestTypeChecking(t *testing.T) {
 	if _, err := policies.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got := waitChecked(ctx, t, policies, "typo", 2)
+	got := waitChecked(t, policies, "typo", 2)
 	checkWarnings(t, got, 0, nil)
 }
 
@@ -106,20 +106,17 @@ func managedBy(entries []metav1.ManagedFieldsEntry, manager, subresource string)
 }
 
 // waitChecked polls the policy until its status is of generation gen.
-func waitChecked(ctx context.Context, t *testing.T, policies *client.Client[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyList], name string, gen int64) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func waitChecked(t *testing.T, policies *client.Client[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyList], name string, gen int64) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	t.Helper()
 	var got *admissionregistrationv1.ValidatingAdmissionPolicy
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	customapitest.Eventually(t, 30*time.Second, fmt.Sprintf("policy %s: status of generation %d", name, gen), func(ctx context.Context) (bool, error) {
 		p, err := policies.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		got = p
-		return p.Generation == gen && p.Status.ObservedGeneration == gen, nil
+		return p.Generation == gen && p.Status.ObservedGeneration == gen, fmt.Errorf("generation %d, status %+v", p.Generation, p.Status)
 	})
-	if err != nil {
-		t.Fatalf("policy %s: status not of generation %d: %v (last %+v)", name, gen, err, got)
-	}
 	return got
 }
 

@@ -1,9 +1,0 @@
-package upgrade
-
-import "syscall"
-
-// childProcAttr makes the kernel kill a child process when the test binary
-// dies, so that no server outlives an interrupted test run.
-func childProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package upgrade
-
-import "syscall"
-
-// childProcAttr is nil outside Linux, which has no parent-death signal.
-func childProcAttr() *syscall.SysProcAttr { return nil }
