@@ -33,10 +33,10 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// b1Namespace is where case B1 writes its customs.
+// b1Namespace is where the test writes its customs.
 const b1Namespace = "b1"
 
-// TestB1RestoreNeverSendsWatchersBackInTime is case B1 of day-two.md: 1,000
+// TestB1RestoreNeverSendsWatchersBackInTime: 1,000
 // customs, a backup taken while a writer keeps creating and updating, 500
 // more, stop, restore into a new data dir, serve it on the same address.
 // The restored server holds exactly the writes acknowledged at or before the

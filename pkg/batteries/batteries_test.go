@@ -159,7 +159,7 @@ func TestImmutableAndSecretDefaults(t *testing.T) {
 }
 
 // TestLeaseConflict: of two updates based on one resourceVersion, the
-// second is a 409 Conflict (case L1's last clause).
+// second is a 409 Conflict.
 func TestLeaseConflict(t *testing.T) {
 	srv, cs := start(t, time.Hour)
 	ctx := t.Context()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// r1Source is case R1's world: the bootstrap policy plus customs' aggregated roles, and alice allowed to create
+// r1Source is the world of the escalation tests: the bootstrap policy plus customs' aggregated roles, and alice allowed to create
 // rolebindings in ns1 (Role "rb-creator"), plus whatever extra rules a case grants her in ns1 and cluster-wide.
 func r1Source(t *testing.T, extraInNs1, extraClusterWide []rbacv1.PolicyRule) *StaticSource {
 	t.Helper()

@@ -105,7 +105,7 @@ func requirePrefix(t *testing.T, raw map[string][]byte, under, want string, n in
 	}
 }
 
-// TestEncryptionKeyRotation is case K1 at the registry: secrets, a user's
+// TestEncryptionKeyRotation at the registry: secrets, a user's
 // resource (customs.test) and events of both APIs (events.k8s.io stored as
 // core events, encrypted with the core events' transformer since the etcd
 // key is the authenticated data) are encrypted with key A; with B added

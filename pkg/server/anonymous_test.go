@@ -11,8 +11,7 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// Anonymous clients get the probes and /version, nothing else (issue 7
-// item 6).
+// Anonymous clients get the probes and /version, nothing else.
 func TestAnonymousProbesOnly(t *testing.T) {
 	s := customapitest.Start(t, install.Customs)
 	for _, tc := range []struct {

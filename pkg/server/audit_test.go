@@ -38,7 +38,7 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// a1Policy is case A1's audit policy (docs/serving.md, "Audit").
+// a1Policy is the audit policy of "who deleted it?" (docs/serving.md, "Audit").
 const a1Policy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [ResponseStarted]
@@ -195,7 +195,7 @@ func (r rawOf) GetRaw() []byte { return r }
 // meta.k8s.io/__internal too.
 const deleteOptions = "DeleteOptions/meta.k8s.io/__internal"
 
-// TestAuditCaseA1 is case A1 of the day-two cases: who deleted it? kubectl's
+// TestAuditCaseA1: who deleted it? kubectl's
 // requests (client-go, as alice) and the in-process client's (as bob) are in
 // one audit log, with the same events for the same request.
 func TestAuditCaseA1(t *testing.T) {

@@ -1,6 +1,6 @@
 package server_test
 
-// Bad input that used to reach 5xx or be stored narrowed (issue 7 item 4):
+// Bad input that used to reach 5xx or be stored narrowed:
 // every answer is a 4xx Status, and nothing stored changes.
 
 import (

@@ -17,7 +17,7 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// TestSlowBodyIs408NotTimeout is issue 15 item 7: a body that never
+// TestSlowBodyIs408NotTimeout: a body that never
 // completes is answered 408 RequestTimeout every time, never the request
 // timeout filter's 504, also when the body deadline is as long as the
 // request timeout (they raced: 16 of 21 got 504), longer than it, or when

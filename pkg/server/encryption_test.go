@@ -280,7 +280,7 @@ func TestSecretsEncryptionOptOut(t *testing.T) {
 	}
 }
 
-// TestEncryptionKeyRotation is case K1 with --encryption-provider-config and
+// TestEncryptionKeyRotation with --encryption-provider-config and
 // --encryption-provider-config-automatic-reload: secrets under aescbc key
 // A; B added as primary is picked up without a restart (new writes under
 // B, old ones still read); the rewrite `customapi storage rewrite` runs

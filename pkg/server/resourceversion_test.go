@@ -1,7 +1,7 @@
 package server_test
 
 // A metadata.resourceVersion that is not an unsigned integer, in the body
-// of any update path (issue 15 item 7), is 400 BadRequest naming the field
+// of any update path, is 400 BadRequest naming the field
 // through both doors; upstream answers 500 (strconv.ParseUint).
 
 import (

@@ -205,7 +205,7 @@ func checkManager(t *testing.T, cfg *rest.Config) {
 	})
 }
 
-// TestLeaderElectionHandsOver is case L1: two managers with leader election
+// TestLeaderElectionHandsOver: two managers with leader election
 // on the same Lease; exactly one (the holder of the Lease) reconciles; a
 // Lease update with a stale resourceVersion is refused with 409 Conflict;
 // stopping the leader (ReleaseOnCancel) hands the Lease to the other, which

@@ -73,7 +73,7 @@ func generatedCustomYAML(replicas int, message string) string {
 	return strings.Replace(customYAML("x", replicas, message), "  name: x\n", "  generateName: probe-\n", 1)
 }
 
-// TestKubectlAdmission: case P1 and W1 as kubectl shows them, on the shared
+// TestKubectlAdmission: admission policies and webhooks as kubectl shows them, on the shared
 // server: a ValidatingAdmissionPolicy with its ConfigMap param applied with
 // kubectl denies `kubectl create` over the limit with the policy's message
 // and, bound with [Warn], lets it through printing "Warning: ..."; a

@@ -17,7 +17,7 @@ import (
 )
 
 // auditPolicy returns the policy a user pastes from docs/serving.md,
-// "Audit" (case A1): the section's first yaml block, read from the docs so
+// "Audit": the section's first yaml block, read from the docs so
 // that the tests check what the docs say.
 func auditPolicy(t *testing.T) []byte {
 	t.Helper()
@@ -82,7 +82,7 @@ func readAuditLog(t *testing.T, path string) []auditEvent {
 	return out
 }
 
-// TestAuditKubectl is case A1 with the real kubectl and the docs' commands:
+// TestAuditKubectl with the real kubectl and the docs' commands:
 // alice (a kubeconfig of `customapi kubeconfig`, bound to cluster-admin)
 // creates, patches and deletes a Custom and creates a Secret; the log has
 // both stages of each request with her name, verb, objectRef and code, the

@@ -39,7 +39,7 @@ import (
 // them (required in go.mod) and the files' paths in each.
 const bundleSources = "testdata/crds/bundle/sources.txt"
 
-// widgetsCRD is the CRD of case C1.
+// widgetsCRD is the CRD of the kubectl CRD tests.
 const widgetsCRD = "testdata/crds/widgets.yaml"
 
 // bundleCRD is one CRD of the bundle and where it comes from.
@@ -408,7 +408,7 @@ func installWidgets(t *testing.T, k kubectl) {
 	k.mustRun(t, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=30s")
 }
 
-// TestKubectlCRDCase is case C1 with kubectl (and plain HTTPS for the status
+// TestKubectlCRDCase with kubectl (and plain HTTPS for the status
 // codes): the widgets CRD (a CEL rule, a default, a status subresource,
 // printer columns) applied beside the Go-typed customs is Established; its
 // Widgets are created, defaulted, pruned or refused per fieldValidation,

@@ -1,6 +1,6 @@
 package e2e
 
-// Encryption at rest through the binary and kubectl: case K1 with the
+// Encryption at rest through the binary and kubectl: key rotation with the
 // data dir's generated key, rotated with the commands of docs/serving.md,
 // "Encryption at rest".
 

@@ -16,7 +16,7 @@ import (
 // owned by ConfigMaps.
 const gadgetsCRD = "testdata/gc/gadgets.yaml"
 
-// gcKind is a kind of case G1's objects as kubectl names and writes them.
+// gcKind is a kind of the collected objects as kubectl names and writes them.
 type gcKind struct {
 	resource   string // for kubectl get: customs.test, gadgets.gc.example.com
 	apiVersion string
@@ -102,7 +102,7 @@ func gcRun(t *testing.T, k kubectl, steps ...step) {
 	}
 }
 
-// TestKubectlGarbageCollection is case G1 with kubectl against `customapi
+// TestKubectlGarbageCollection with kubectl against `customapi
 // serve` (its garbage collector is on): a three-level chain f -> ConfigMaps
 // d1, d2 -> ConfigMap c1 (d1 owns c1), with f a Go-typed Custom or a
 // custom resource (a Gadget of a CRD applied here), deleted with

@@ -41,8 +41,7 @@ spec:
   replicas: 1
 `
 
-// TestKubectlNamespaces drives namespaces with the real kubectl (issue 10's
-// "Done when" for namespaces, and cases N1 and N2): create, list with the
+// TestKubectlNamespaces drives namespaces with the real kubectl: create, list with the
 // three built-in namespaces Active, delete with objects of several kinds
 // in it (kubectl waits; all gone, namespace gone), a namespace held in
 // Terminating by a finalizer and what that looks like, creates in a

@@ -34,8 +34,8 @@ func userKubeconfig(t *testing.T, dataDir, user string, groups ...string) string
 
 // TestRBAC drives `customapi serve` (RBAC by default) with the real kubectl: the admin (bound to cluster-admin) may do
 // everything, a user minted with `customapi kubeconfig` nothing until a role is bound, then exactly what the
-// role grants; `auth can-i` (yes, no, --list) and `auth whoami` answer for each; and case R1 (no privilege
-// escalation through RBAC; allowed with bind and escalate).
+// role grants; `auth can-i` (yes, no, --list) and `auth whoami` answer for each; and no privilege
+// escalation through RBAC (allowed with bind and escalate).
 func TestRBAC(t *testing.T) {
 	binarytest.Kubectl(t)
 	srv := startServer(t, "")

@@ -32,7 +32,7 @@ import (
 	"github.com/customapi/customapi/pkg/server"
 )
 
-// TestEtcdServersOverrides is case S4 (kube-apiserver's
+// TestEtcdServersOverrides (kube-apiserver's
 // --etcd-servers-overrides): serve on its embedded etcd with
 // --etcd-servers-overrides=/events#<a one-member etcd process>.
 //   - events created through client-go over HTTP and through the in-process

@@ -1,7 +1,7 @@
 package semantics_test
 
-// Admission through both doors (issue 19): webhooks (case W1), validating
-// and mutating admission policies (case P1), a webhook's matchPolicy across
+// Admission through both doors: webhooks, validating
+// and mutating admission policies, a webhook's matchPolicy across
 // a kind's versions, reinvocation, a policy's audit annotations and its
 // authorizer checks, static manifests, and the namespace lifecycle as a
 // plugin of the chain. Each test has a server of its own: webhooks and
@@ -68,7 +68,7 @@ const (
 	allHook    = "all.test.example.com"
 )
 
-// TestAdmissionWebhooks is case W1 through both doors: a validating webhook
+// TestAdmissionWebhooks runs through both doors: a validating webhook
 // denying spec.message containing "forbidden" and a mutating webhook adding
 // the label mutated=true, both for customs in namespaces labelled
 // policy=on; a webhook that times out; the webhook server stopped with
@@ -336,7 +336,7 @@ const (
 	teamPolicy   = "team-label"
 )
 
-// TestAdmissionPolicies is case P1 through both doors: a
+// TestAdmissionPolicies runs through both doors: a
 // ValidatingAdmissionPolicy with a ConfigMap param (max "3") bound to
 // namespaces labelled env=dev denies replicas over the limit with its
 // messageExpression, then, bound with validationActions [Warn], warns; a

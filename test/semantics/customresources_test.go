@@ -32,7 +32,7 @@ import (
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 
-// widgetCRD is case C1's CustomResourceDefinition: namespaced, v1, with a
+// widgetCRD is the tests' CustomResourceDefinition: namespaced, v1, with a
 // status subresource, printer columns, a default and a CEL rule.
 func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
@@ -133,7 +133,7 @@ func widget(name string, spec map[string]any) *unstructured.Unstructured {
 	}}
 }
 
-// TestCustomResourcesBothDoors is case C1 through both doors: defaulting,
+// TestCustomResourcesBothDoors runs through both doors: defaulting,
 // pruning or refusal of unknown fields per fieldValidation, the CEL rule's
 // message, the status subresource, optimistic concurrency, watch, and
 // namespace deletion removing the objects.

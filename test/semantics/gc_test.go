@@ -330,7 +330,7 @@ func (g gcServer) invalidRefEvent(t *testing.T, ns string, dependent metav1.Obje
 	})
 }
 
-// TestGarbageCollectionCase is case G1 through the in-process door and
+// TestGarbageCollectionCase runs through the in-process door and
 // client-go over HTTPS of one server running the garbage collector.
 func TestGarbageCollectionCase(t *testing.T) {
 	g := startGCServer(t)

@@ -159,7 +159,7 @@ func httpTyped[T interface {
 		func() T { return res.New().(T) }, func() L { return res.NewList().(L) })
 }
 
-// TestVersionsOneObject is case V1 through both doors, with the watch
+// TestVersionsOneObject runs through both doors, with the watch
 // cache on and off: create in v1alpha1, read in v1, update in v1, read in
 // v1alpha1, a watch in each version sees each change once, converted,
 // label selectors agree, one uid and resourceVersion throughout; only

@@ -312,7 +312,7 @@ func TestBadInput(t *testing.T) {
 			{"patch makes it invalid", patchErr(types.MergePatchType, `{"spec":{"replicas":-5}}`, metav1.PatchOptions{}), metav1.StatusReasonInvalid, "spec.replicas"},
 			{"stale resourceVersion in a patch", patchErr(types.MergePatchType, `{"metadata":{"resourceVersion":"1"},"spec":{"message":"p"}}`, metav1.PatchOptions{}), metav1.StatusReasonConflict, ""},
 			{"malformed strategic merge patch", patchErr(types.StrategicMergePatchType, `{"spec":`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
-			// issue 7's F1-F3: upstream answers 500 to these.
+			// upstream answers 500 to these.
 			{"unknown $patch directive", patchErr(types.StrategicMergePatchType, `{"metadata":{"$patch":"x"}}`, metav1.PatchOptions{}), metav1.StatusReasonBadRequest, ""},
 			{"apply with an undeclared field, dry run", patchErr(types.ApplyYAMLPatchType, "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\nspec:\n  nope: 1\n", metav1.PatchOptions{FieldManager: "x", DryRun: []string{metav1.DryRunAll}}), metav1.StatusReasonBadRequest, ""},
 			{"apply of a fraction into an integer", patchErr(types.ApplyYAMLPatchType, "apiVersion: test/v1\nkind: Custom\nmetadata:\n  name: c1\nspec:\n  replicas: 1.5\n", metav1.PatchOptions{FieldManager: "x"}), metav1.StatusReasonInvalid, "spec.replicas"},

@@ -149,7 +149,7 @@ func fleetReport(t testing.TB, report rewrite.Report) rewrite.ResourceReport {
 	return rewrite.ResourceReport{}
 }
 
-// TestMigrateFleetsWithConcurrentWriter is issue 18's storage migration:
+// TestMigrateFleetsWithConcurrentWriter: a storage migration:
 // 5,000 fleets stored as v1alpha1 by a release whose storage version it
 // was are migrated to v1 after the upgrade while a writer updates every
 // fifth of them through v1. Afterwards every value in etcd is v1, every
