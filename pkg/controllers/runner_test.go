@@ -206,7 +206,7 @@ func TestOneHolderAtATime(t *testing.T) {
 	}
 	stopped := time.Now()
 	stopFirst()
-	if got := waitStart(t, p, 3*time.Second); got != other {
+	if got := waitStart(t, p, 5*time.Second); got != other {
 		t.Fatalf("after %s stopped, %q started; want %q", first, got, other)
 	}
 	took := time.Since(stopped)
@@ -257,7 +257,7 @@ func TestOwnLeaseTakenAtOnce(t *testing.T) {
 		t.Errorf("Lease spec %+v: want holder x, acquireTime %v and 3 transitions kept", l.Spec, acquired)
 	}
 	stopX()
-	if got := waitStart(t, p, 5*time.Second); got != "y" {
+	if got := waitStart(t, p, 10*time.Second); got != "y" {
 		t.Fatalf("%q started, want y", got)
 	}
 	if most, _ := p.stats(); most != 1 {
