@@ -281,8 +281,7 @@ func (r *Runner) untilHeld(ctx context.Context) (context.Context, context.Cancel
 }
 
 // call runs c.Run with ctx (plus the Runner's identity) and a copy of the
-// Runner's Config, returning how it ended on its own; logger is the
-// controller's.
+// Runner's Config, returning how it ended on its own.
 func (r *Runner) call(ctx context.Context, c Controller) outcome {
 	err := c.Run(withIdentity(ctx, r.cfg.Identity), rest.CopyConfig(r.cfg.Config))
 	if ctx.Err() != nil {
