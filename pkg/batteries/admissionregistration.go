@@ -2,7 +2,6 @@ package batteries
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -11,9 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/customapi/customapi/pkg/controllers/policystatus"
 	"github.com/customapi/customapi/pkg/generated/openapi/builtin"
-	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -86,7 +83,7 @@ var MutatingWebhookConfigurations = resource.Resource{
 // variables), else the write is 422 Invalid naming the field. A create
 // starts with an empty status; status changes only through /status, which
 // the policy status controller (pkg/controllers/policystatus, run by every
-// registry that serves the kind) writes: the type-checking warnings of
+// server that serves the kind) writes: the type-checking warnings of
 // each expression against the schemas of the kinds the policy matches, and
 // observedGeneration. kubectl get shows NAME, VALIDATIONS, PARAMKIND and
 // AGE.
@@ -105,7 +102,6 @@ var ValidatingAdmissionPolicies = resource.Resource{
 			p.Status = admissionregistrationv1.ValidatingAdmissionPolicyStatus{}
 		}
 	},
-	OnOpen: openValidatingAdmissionPolicies,
 	PrinterColumns: []resource.PrinterColumn{
 		{Name: "Validations", Type: "integer", Description: "Number of validations.", Value: func(obj runtime.Object) any {
 			return int64(len(obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec.Validations))
@@ -221,22 +217,6 @@ func ServesAdmission(resources []resource.Resource) bool {
 		served[r.GroupVersionResource()] = true
 	}
 	return !slices.ContainsFunc(Admission(), func(r resource.Resource) bool { return !served[r.GroupVersionResource()] })
-}
-
-// openValidatingAdmissionPolicies is the OnOpen hook of
-// ValidatingAdmissionPolicies: the registry runs the policy status
-// controller (pkg/controllers/policystatus) until Close. reg must be a
-// *registry.Registry.
-func openValidatingAdmissionPolicies(_ context.Context, reg resource.Registry) (resource.RegistryHooks, error) {
-	r, ok := reg.(*registry.Registry)
-	if !ok {
-		return resource.RegistryHooks{}, fmt.Errorf("validating admission policies need a *registry.Registry, not %T", reg)
-	}
-	ctrl, err := policystatus.New(r)
-	if err != nil {
-		return resource.RegistryHooks{}, err
-	}
-	return resource.RegistryHooks{Run: ctrl.Run}, nil
 }
 
 // paramKindColumn is kubectl's PARAMKIND cell: apiVersion/kind or <unset>.

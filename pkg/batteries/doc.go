@@ -18,16 +18,18 @@
 // Namespaces bring kube's namespace lifecycle to every registry that serves
 // them, through the declaration's hooks (resource.Resource.OnOpen and the
 // strategy hooks): creates only in existing, non-terminating namespaces,
-// DefaultNamespaces, the two-phase delete, and the namespace controller of
-// pkg/controllers/namespace, which the registry runs until Close.
+// DefaultNamespaces and the two-phase delete.
 //
 // The admission kinds (Admission) carry kube's v1 defaults and validation,
 // every CEL expression compiled with upstream's compilers at create and
-// update; ValidatingAdmissionPolicies brings the policy status controller
-// of pkg/controllers/policystatus (type-checking against the schemas of
-// the matched kinds), run the same way. Which admission plugins read them
-// is the server's business: ServesAdmission tells whether a set of
-// resources has them all.
+// update. Which admission plugins read them is the server's business:
+// ServesAdmission tells whether a set of resources has them all.
+//
+// These are declarations: they start no controllers. The controllers that
+// act on them (the namespace controller of pkg/controllers/namespace,
+// which deletes the content of deleted namespaces, and the policy status
+// controller of pkg/controllers/policystatus) are run by a server
+// (pkg/server, with pkg/controllers' Runner) that serves them.
 //
 // `customapi serve` serves Resources(Options{}) next to --resources unless
 // --batteries=false; the library (registry.Open, server.New) serves only

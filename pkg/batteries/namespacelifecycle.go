@@ -19,7 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/util/dryrun"
 	"k8s.io/klog/v2"
 
-	"github.com/customapi/customapi/pkg/controllers/namespace"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/storage"
@@ -131,8 +130,14 @@ func (l *namespaceLifecycle) get(ctx context.Context, name, rv string) (*corev1.
 	return obj.(*corev1.Namespace), nil
 }
 
+// defaultNamespacesManager is the field manager of the default
+// namespaces' creates: the namespace controller's
+// (pkg/controllers/namespace FieldManager), the component that manages
+// namespaces.
+const defaultNamespacesManager = "customapi-namespace-controller"
+
 // bootstrap creates DefaultNamespaces that do not exist yet, as the
-// registry's owner (no user, field manager namespace.FieldManager), so
+// registry's owner (no user, field manager defaultNamespacesManager), so
 // every Open is idempotent. When etcd refuses the creates because its
 // quota is full (NOSPACE: every create is refused then, also of a name
 // that exists), the start goes on read-only: those that exist are fine,
@@ -143,7 +148,7 @@ func (l *namespaceLifecycle) bootstrap(ctx context.Context) error {
 	var missing []string
 	for _, name := range defaultNamespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		_, err := l.namespaces.Create(clusterContext(ctx), registry.Caller{DefaultManager: namespace.FieldManager}, ns, metav1.CreateOptions{})
+		_, err := l.namespaces.Create(clusterContext(ctx), registry.Caller{DefaultManager: defaultNamespacesManager}, ns, metav1.CreateOptions{})
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 		case storage.IsNoSpace(err):

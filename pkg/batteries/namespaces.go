@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 
-	"github.com/customapi/customapi/pkg/controllers/namespace"
 	"github.com/customapi/customapi/pkg/generated/openapi/builtin"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
@@ -37,8 +36,9 @@ import (
 //     through /finalize and /status;
 //   - deleting a namespace sets its deletionTimestamp and phase Terminating
 //     and returns it (200); the namespace controller (pkg/controllers/namespace,
-//     run by the registry until Close) then deletes every namespaced object of
-//     every resource in it, honouring finalizers, reports what remains in
+//     which a server runs, not the registry: a registry without a server
+//     leaves deleted namespaces Terminating) then deletes every namespaced
+//     object of every resource in it, honouring finalizers, reports what remains in
 //     the conditions NamespaceContentRemaining and
 //     NamespaceFinalizersRemaining, and removes the finalizer "kubernetes",
 //     which deletes the namespace;
@@ -54,8 +54,8 @@ import (
 // The semantics are the declaration's hooks: PrepareForCreate,
 // PrepareForUpdate, the finalize Subresource and ShouldDeleteDuringUpdate
 // (kube's namespace strategy), and OnOpen, which creates the default
-// namespaces and returns the create admission, the two-phase delete and
-// the controller (RegistryHooks).
+// namespaces and returns the create admission and the two-phase delete
+// (RegistryHooks).
 var Namespaces = resource.Resource{
 	GroupVersionKind:  corev1.SchemeGroupVersion.WithKind("Namespace"),
 	Plural:            "namespaces",
@@ -100,8 +100,8 @@ func isDefaultNamespace(name string) bool { return slices.Contains(defaultNamesp
 
 // openNamespaces is the OnOpen hook of Namespaces: it creates the default
 // namespaces that do not exist yet and returns the namespace lifecycle of
-// the registry (create admission, two-phase delete) and its namespace
-// controller. reg must be a *registry.Registry.
+// the registry (create admission, two-phase delete). reg must be a
+// *registry.Registry.
 func openNamespaces(ctx context.Context, reg resource.Registry) (resource.RegistryHooks, error) {
 	r, ok := reg.(*registry.Registry)
 	if !ok {
@@ -115,15 +115,10 @@ func openNamespaces(ctx context.Context, reg resource.Registry) (resource.Regist
 	if err := lc.bootstrap(ctx); err != nil {
 		return resource.RegistryHooks{}, err
 	}
-	ctrl, err := namespace.New(r, namespacesGVR)
-	if err != nil {
-		return resource.RegistryHooks{}, err
-	}
 	return resource.RegistryHooks{
 		AdmissionPlugins: []resource.AdmissionPlugin{{Name: NamespaceLifecyclePlugin, Plugin: lifecyclePlugin{lc}}},
 		Delete:           lc.delete,
 		DeleteCollection: lc.deleteCollection,
-		Run:              ctrl.Run,
 	}, nil
 }
 

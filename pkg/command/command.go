@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/customapi/customapi/pkg/controllers"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/server"
 )
 
 // Config says what a command tree serves and how it introduces itself.
@@ -36,10 +38,22 @@ type Config struct {
 	// control-plane built-ins: namespaces, config maps, secrets, events,
 	// leases; see pkg/batteries). Default: on, as controllers expect them.
 	DisableBatteries bool
+	// Controllers are the program's own controllers, run by serve in the
+	// server process beside the server's own (the namespace controller,
+	// the garbage collector, ...), the same way: each behind a Lease of
+	// its own (kube-system/customapi-<name>) so that one replica of
+	// several on one etcd runs it, through the server's loopback
+	// configuration, from the moment the server is ready until it stops
+	// (server.Options.Controllers). A controller-runtime manager runs in
+	// a Controller's Run with its own leader election off; see
+	// pkg/controllers and docs/serving.md, "Running your own
+	// controllers". Names are DNS-1123 labels, unique, and none of
+	// server.BuiltinControllerNames.
+	Controllers []controllers.Controller
 }
 
 // validate checks the config: a name, at least one resource, unique
-// plurals, and defaults that name resources.
+// plurals, defaults that name resources, and the controllers' names.
 func (c Config) validate() error {
 	if c.Name == "" {
 		return errors.New("command: Config.Name is required")
@@ -61,6 +75,10 @@ func (c Config) validate() error {
 		if !seen[d] {
 			return fmt.Errorf("command: DefaultResources names %q, which is not among Resources (%s)", d, strings.Join(c.plurals(), ", "))
 		}
+	}
+	opts := server.Options{Controllers: c.Controllers}
+	if err := opts.ValidateControllers(); err != nil {
+		return fmt.Errorf("command: %w", err)
 	}
 	return nil
 }
@@ -123,7 +141,8 @@ func (c Config) selectResources(names []string) ([]resource.Resource, error) {
 // are returned by Execute, not printed (SilenceErrors); Main prints them.
 // A program may add commands of its own before executing it. It fails on
 // an invalid Config (no name, no resources, repeated plurals, defaults
-// that name no resource).
+// that name no resource, controllers with invalid, repeated or built-in
+// names).
 func NewRootCommand(cfg Config) (*cobra.Command, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

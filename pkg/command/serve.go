@@ -31,6 +31,8 @@ func newServeCommand(cfg Config) *cobra.Command {
 	opts.CustomResourceDefinitions = true
 	// And it collects garbage, as a cluster with kube-controller-manager.
 	opts.GarbageCollector = true
+	// And runs the program's own controllers beside the server's.
+	opts.Controllers = cfg.Controllers
 	logOpts := logs.NewOptions()
 	served := cfg.defaultResources()
 	withBatteries := !cfg.DisableBatteries

@@ -15,6 +15,7 @@
 //	super-admin.kubeconfig       SuperAdminKubeconfigFile: the break-glass credential, SuperAdminUser in system:masters
 //	encryption-config.yaml       EncryptionConfigFile: the generated key of Secrets at rest (EnsureEncryptionConfig)
 //	etcd-servers-overrides.json  EtcdOverridesFile: the resources stored on etcds of their own (WriteEtcdOverrides)
+//	identity                     IdentityFile: what the owner's identity, its controllers' Lease holder, derives from (EnsureIdentity)
 //	etcd/                        EtcdDir: the embedded etcd's data (EmbeddedEtcdDir, OpenEmbeddedEtcd)
 //
 // A tool that needs the data dir to itself takes its lock, failing at once

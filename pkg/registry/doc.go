@@ -23,12 +23,14 @@
 // What one kind needs beyond these rules is its declaration's hooks, never a
 // branch here: PrepareForCreate and PrepareForUpdate (the strategy),
 // update-only Subresources, ShouldDeleteDuringUpdate, and OnOpen, whose
-// RegistryHooks add admission plugins to the registry's chain, a delete of
-// the kind's own and a controller run until Close. batteries.Namespaces is built that
-// way: namespaced objects can then only be created in existing,
-// non-terminating namespaces, and the namespace controller
-// (pkg/controllers/namespace) deletes the content of deleted namespaces, as
-// kube-apiserver and kube-controller-manager do.
+// RegistryHooks add admission plugins to the registry's chain and a delete
+// of the kind's own. batteries.Namespaces is built that way: namespaced
+// objects can then only be created in existing, non-terminating
+// namespaces, as kube-apiserver does. A registry runs no controllers: a
+// server runs them (pkg/controllers), as clients of its loopback door, the
+// namespace controller (pkg/controllers/namespace) among them, which
+// deletes the content of deleted namespaces as kube-controller-manager's
+// does.
 //
 // Open builds a Registry: the scheme of the declared resources, one Store per
 // resource (the main store and, with a status subresource, the status

@@ -19,9 +19,8 @@ import (
 
 // openHooks calls the OnOpen hook of every resource that has one, in the
 // order of the resources, and installs what they return: each store gets
-// its own resource's RegistryHooks, their AdmissionPlugins join the
-// admission chain, and the Run loops start, ending at Close. An OnOpen error fails Open (no loop
-// has started then).
+// its own resource's RegistryHooks, and their AdmissionPlugins join the
+// admission chain. An OnOpen error fails Open.
 func (r *Registry) openHooks(ctx context.Context) error {
 	type opened struct {
 		st    *Store
@@ -47,17 +46,7 @@ func (r *Registry) openHooks(ctx context.Context) error {
 		o.st.hooks = o.hooks
 		plugins = append(plugins, o.hooks.AdmissionPlugins...)
 	}
-	if err := r.admission.setHooks(plugins); err != nil {
-		return err
-	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.stopControllers = cancel
-	for _, o := range all {
-		if run := o.hooks.Run; run != nil {
-			r.controllers.Go(func() { run(runCtx) })
-		}
-	}
-	return nil
+	return r.admission.setHooks(plugins)
 }
 
 // genericStorage is the resource.Storage of a generic store, for the

@@ -49,7 +49,7 @@ type Config struct {
 	// AddToScheme are more types for the registry's scheme that no store
 	// keeps, such as the review APIs a server serves; each is called once
 	// on the scheme before any store is built (Scheme must not change once
-	// Open has returned: stores and the namespace controller read it).
+	// Open has returned: the stores read it).
 	AddToScheme []func(*runtime.Scheme) error
 	// Audit is the audit policy and sink of in-process requests (see
 	// Audit; pkg/client audits its calls with them); a server passes the
@@ -79,13 +79,6 @@ type Config struct {
 	// serves /readyz, with the progress, during a long load. false: Open
 	// returns once every watch cache has loaded, however long that takes.
 	ServeWhileLoading bool
-	// CustomResources, when set, are objects served beside the registry's
-	// stores by the server that serves the registry (the custom resources
-	// of its CustomResourceDefinitions): the controllers that act on every
-	// object of the registry (the namespace controller of the batteries)
-	// act on these too, through CustomResources.Client. nil: there are
-	// none.
-	CustomResources CustomResources
 }
 
 // Audit is where the in-process door (pkg/client) sends the audit events
@@ -140,7 +133,6 @@ type Registry struct {
 	getter    generic.RESTOptionsGetter // storage.Config.RESTOptionsGetter's
 	stop      chan struct{}             // closed by Close: ends the etcd check
 	audit     Audit                     // Config.Audit
-	custom    CustomResources           // Config.CustomResources; nil without
 
 	// admission is the admission chain both doors run (admission.go);
 	// equivalent the kinds of the stores, for it.
@@ -149,11 +141,6 @@ type Registry struct {
 
 	// serveWhileLoading is Config.ServeWhileLoading.
 	serveWhileLoading bool
-
-	// stopControllers ends the RegistryHooks' Run loops (controllers);
-	// controllers is done when they have returned. Set by openHooks.
-	stopControllers context.CancelFunc
-	controllers     sync.WaitGroup
 
 	// alarms follows etcd's alarms (storage.Config.Alarms), on
 	// alarmsClient, until stopAlarms; background runs it (alarms.go).
@@ -228,7 +215,6 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 		storage:    cfg.Storage.WithDefaults(),
 		stop:       make(chan struct{}),
 		audit:      cfg.Audit,
-		custom:     cfg.CustomResources,
 		equivalent: runtime.NewEquivalentResourceRegistry(),
 
 		serveWhileLoading: cfg.ServeWhileLoading,
@@ -511,16 +497,11 @@ func (r *Registry) allEndpoints() string {
 	return s
 }
 
-// Close ends the RegistryHooks' Run loops and waits for them, stops the
-// watch caches, closes the etcd connections, ends the etcd check and stops
+// Close stops the watch caches, closes the etcd connections, ends the etcd check and stops
 // the embedded etcd, if Open started one. Safe to call more than once; it
 // returns nil.
 func (r *Registry) Close() error {
 	r.closeOnce.Do(func() {
-		if r.stopControllers != nil {
-			r.stopControllers()
-		}
-		r.controllers.Wait()
 		for _, st := range r.stores {
 			st.destroy()
 		}

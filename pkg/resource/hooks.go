@@ -81,7 +81,9 @@ type AdmissionPlugin struct {
 }
 
 // RegistryHooks is what a resource adds to each registry that serves it,
-// returned by its OnOpen hook. Every field is optional.
+// returned by its OnOpen hook. Every field is optional. A registry runs no
+// loops: controllers that keep objects consistent run in a server, as
+// clients of its loopback door (pkg/controllers).
 type RegistryHooks struct {
 	// AdmissionPlugins join the admission chain of the registry (both
 	// doors), first in the chain, in the order of the resources, before
@@ -99,9 +101,4 @@ type RegistryHooks struct {
 	// select (both doors), returning the list of what the deletes
 	// returned. nil: the generic store's.
 	DeleteCollection func(ctx context.Context, s Storage, validate ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error)
-	// Run is a loop that keeps the resource's objects consistent (a
-	// controller): the registry runs it in a goroutine of its own from
-	// just before Open returns until Close, with a context that ends at
-	// Close; Close waits for it to return before it closes the stores.
-	Run func(ctx context.Context)
 }

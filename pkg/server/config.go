@@ -37,6 +37,11 @@ type Config struct {
 	LegacyAdmin bool
 	// URL is the address clients use, for example https://127.0.0.1:6443.
 	URL string
+	// Identity is the server's identity as the holder of its
+	// controllers' Leases: the data dir's (datadir.EnsureIdentity), the
+	// same at every start on it, so that a server restarted after a crash
+	// takes back at once the Leases it held.
+	Identity string
 
 	// owned are the data dir lock and the listener, shared by the copies
 	// of this Config and released once.

@@ -34,4 +34,14 @@
 // --etcd-servers names an external cluster; --etcd-servers-overrides keeps
 // some resources on etcds of their own, each with a /readyz check
 // etcd-override-N (health.go).
+//
+// The server runs its controllers in process, every one the same way
+// (pkg/controllers' Runner, controllers.go): the namespace controller when
+// it serves namespaces, the ValidatingAdmissionPolicy status controller
+// when it serves the policies, the garbage collector with
+// Options.GarbageCollector, and the program's own (Options.Controllers),
+// each through the in-process door (InProcessConfig) and behind a Lease
+// of its own, kube-system/customapi-<name>, held as Config.Identity (the
+// data dir's), from the moment the server is ready until it starts to
+// shut down.
 package server

@@ -2,27 +2,17 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/transport"
-
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionslisters "k8s.io/apiextensions-apiserver/pkg/client/listers/apiextensions/v1"
-
-	"github.com/customapi/customapi/pkg/registry"
 )
 
 // inProcessHost names the in-memory server in URLs; it resolves nowhere.
@@ -228,70 +218,4 @@ func (s *Server) InProcessConfig() *rest.Config { return rest.CopyConfig(s.inPro
 // Errors are the server's Status errors (apierrors.IsInvalid, ...).
 func (s *Server) DynamicClient() dynamic.Interface {
 	return s.inProcess.dynamic
-}
-
-// customResourcesOf is the registry's view of the server's custom
-// resources (registry.CustomResources): the CustomResourceDefinitions'
-// lister, once the server has read them, and the in-process dynamic door.
-// The registry's controllers use it from Open on, before New has built
-// what it needs: it is set once, by New (set).
-type customResourcesOf struct {
-	state atomic.Pointer[customResourcesState]
-}
-
-type customResourcesState struct {
-	informer cache.SharedIndexInformer
-	lister   apiextensionslisters.CustomResourceDefinitionLister
-	client   dynamic.Interface
-}
-
-// set makes the view answer from cr's lister, with client.
-func (c *customResourcesOf) set(cr *customResources, client dynamic.Interface) {
-	c.state.Store(&customResourcesState{informer: cr.informer.Informer(), lister: cr.lister, client: client})
-}
-
-// Resources implements registry.CustomResources: every named
-// CustomResourceDefinition's resource in its storage version (or, when
-// that is not served, the first served one).
-func (c *customResourcesOf) Resources() ([]registry.CustomResource, error) {
-	st := c.state.Load()
-	if st == nil || !st.informer.HasSynced() {
-		return nil, errors.New("the server has not read the CustomResourceDefinitions yet")
-	}
-	crds, err := st.lister.List(labels.Everything())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]registry.CustomResource, 0, len(crds))
-	for _, crd := range crds {
-		name := ""
-		for _, v := range crd.Spec.Versions {
-			if v.Storage && v.Served {
-				name = v.Name
-			}
-		}
-		for _, v := range crd.Spec.Versions {
-			if name == "" && v.Served {
-				name = v.Name
-			}
-		}
-		plural := crd.Status.AcceptedNames.Plural
-		if name == "" || plural == "" {
-			continue
-		}
-		out = append(out, registry.CustomResource{
-			Resource:   schema.GroupVersionResource{Group: crd.Spec.Group, Version: name, Resource: plural},
-			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		})
-	}
-	return out, nil
-}
-
-// Client implements registry.CustomResources; nil until Resources has
-// succeeded once.
-func (c *customResourcesOf) Client() dynamic.Interface {
-	if st := c.state.Load(); st != nil {
-		return st.client
-	}
-	return nil
 }

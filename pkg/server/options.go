@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
+	"github.com/customapi/customapi/pkg/controllers"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
@@ -114,6 +115,16 @@ type Options struct {
 	// kube-controller-manager's flag; false by default in Go, true in
 	// `customapi serve`). See docs/serving.md, "Garbage collection".
 	GarbageCollector bool
+	// Controllers are the program's own controllers, run in the server
+	// process with the server's: each behind a Lease of its own,
+	// kube-system/customapi-<name>, so that one replica of several on
+	// one etcd runs it, with the server's loopback configuration (its
+	// whole handler chain in process, as the server itself) from the
+	// moment the server is ready until it starts to shut down; see
+	// pkg/controllers and docs/serving.md, "Running your own
+	// controllers". Names are DNS-1123 labels, unique, and none of
+	// BuiltinControllerNames. Not a flag.
+	Controllers []controllers.Controller
 
 	// RequestTimeout bounds the time a request other than a watch or
 	// another long-running one may take (--request-timeout, as
@@ -210,6 +221,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateAudit()...)
 	errs = append(errs, o.validateAuthentication()...)
 	errs = append(errs, o.Admission.Validate()...)
+	if err := o.ValidateControllers(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -301,9 +315,10 @@ func shellQuote(s string) string {
 //     port fails now with an error naming --secure-port and the address,
 //     before etcd starts;
 //  3. it generates the CA, serving certificate, the admin and
-//     super-admin tokens (a data dir without a super-admin token gets one)
-//     and (see EncryptionOptions.SecretsEncryption) the encryption key on
-//     first start (reusing them afterwards).
+//     super-admin tokens (a data dir without a super-admin token gets one),
+//     (see EncryptionOptions.SecretsEncryption) the encryption key and the
+//     identity file (datadir.EnsureIdentity) on first start (reusing them
+//     afterwards).
 //
 // A Config that fails (a taken port, ...) removes what it created: the
 // lock file, and the data dir with the parents it created while they are
@@ -362,6 +377,10 @@ func (o *Options) Config() (cfg *Config, err error) {
 	if err := opts.Encryption.ensureGenerated(dir, !opts.Storage.Etcd.External()); err != nil {
 		return nil, err
 	}
+	identity, err := datadir.EnsureIdentity(dir)
+	if err != nil {
+		return nil, err
+	}
 	host, port := clientHost(addr.IP), addr.Port
 	return &Config{
 		Options:                  opts,
@@ -372,6 +391,7 @@ func (o *Options) Config() (cfg *Config, err error) {
 		SuperAdminKubeconfigPath: filepath.Join(dir, datadir.SuperAdminKubeconfigFile),
 		LegacyAdmin:              tokens.LegacyAdmin,
 		URL:                      "https://" + net.JoinHostPort(host, strconv.Itoa(port)),
+		Identity:                 identity,
 		owned:                    res,
 	}, nil
 }

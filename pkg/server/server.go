@@ -95,9 +95,6 @@ type Server struct {
 	// customResources serves CustomResourceDefinitions (crds.go); nil
 	// without Options.CustomResourceDefinitions.
 	customResources *customResources
-	// customView is the registry's view of the custom resources; nil
-	// without customResources.
-	customView *customResourcesOf
 	// ownerRefs is the OwnerReferencesPermissionEnforcement plugin; nil
 	// without the garbage collector.
 	ownerRefs *ownerReferencesPermission
@@ -201,10 +198,6 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	rc.Storage.Transformers = s.encryption.transformers
-	if o.CustomResourceDefinitions {
-		s.customView = &customResourcesOf{}
-		rc.CustomResources = s.customView
-	}
 	// The server serves (/readyz red, with the progress) while the watch
 	// caches load: a large store takes as long as it takes.
 	rc.ServeWhileLoading = true
@@ -236,9 +229,6 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 		return nil, err
 	}
 	s.inProcess.serve(s.generic.Handler)
-	if s.customView != nil {
-		s.customView.set(s.customResources, s.inProcess.dynamic)
-	}
 	if s.ownerRefs != nil {
 		dc, err := discovery.NewDiscoveryClientForConfig(s.InProcessConfig())
 		if err != nil {
@@ -290,7 +280,7 @@ func New(ctx context.Context, cfg CompletedConfig, resources ...resource.Resourc
 	}); err != nil {
 		return nil, err
 	}
-	if err := s.addGarbageCollector(); err != nil {
+	if err := s.addControllers(); err != nil {
 		return nil, err
 	}
 	loopbackToken := gc.LoopbackClientConfig.BearerToken

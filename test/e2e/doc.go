@@ -16,8 +16,10 @@
 // where they fail: CI must not skip silently.
 //
 // Tests of the fleet example (examples/fleet: several versions of a kind,
-// TestVersionsKubectl) build it on first use and drive its binary the same
-// way.
+// TestVersionsKubectl) and of the reconciler example (examples/reconciler:
+// a program's own controller in the server, two replicas on one etcd,
+// TestControllerReplicas) build it on first use and drive its binary the
+// same way.
 //
 // CUSTOMAPI_E2E_BINARY, if set, names an already built customapi binary to
 // test instead of building one.

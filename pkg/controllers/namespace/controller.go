@@ -12,20 +12,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/discovery"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/customapi/customapi/pkg/registry"
+	"github.com/customapi/customapi/pkg/controllers"
 )
+
+// Name is the controller's name (controllers.Controller.Name): its Lease
+// is kube-system/customapi-namespace-controller.
+const Name = "namespace-controller"
 
 // FieldManager is the field manager of the controller's writes (and of
 // pkg/batteries' default namespaces): the manager managedFields name.
@@ -44,39 +49,77 @@ const (
 // later.
 var errContentRemaining = errors.New("content remains")
 
-// Controller deletes the content of the deleted namespaces of one
-// registry (see the package documentation). Several on one etcd (replicas)
-// are safe: their writes are guarded by resourceVersions.
-type Controller struct {
-	reg   *registry.Registry
-	ns    *registry.Store
-	queue workqueue.TypedRateLimitingInterface[string]
+// New returns the namespace controller, for a controllers.Runner: Run
+// with the Runner's configuration.
+func New() controllers.Controller {
+	return controllers.Controller{Name: Name, Run: Run}
 }
 
-// New returns the controller of the namespaces of reg, whose store is the
-// resource namespaces (core v1 namespaces, for example
-// batteries.Namespaces.GroupVersionResource()). Error: reg does not serve
-// that resource.
-func New(reg *registry.Registry, namespaces schema.GroupVersionResource) (*Controller, error) {
-	ns, ok := reg.Store(namespaces)
-	if !ok {
-		return nil, fmt.Errorf("namespace controller: the registry does not serve %s", namespaces)
+// Run deletes the content of the deleted namespaces of the server cfg
+// reaches (see the package documentation) until ctx ends, then returns
+// nil once its goroutines have. cfg needs the rights to get, list, watch
+// and update namespaces (and their status and finalize subresources),
+// discovery, and to list and delete every namespaced resource. Errors:
+// a cfg client-go cannot use.
+func Run(ctx context.Context, cfg *rest.Config) error {
+	c, err := newController(cfg)
+	if err != nil {
+		return err
 	}
-	return &Controller{
-		reg: reg,
-		ns:  ns,
+	c.run(ctx)
+	return nil
+}
+
+// controller is one Run of the namespace controller.
+type controller struct {
+	kube      kubernetes.Interface
+	ns        typedcorev1.NamespaceInterface
+	discovery discovery.DiscoveryInterface
+	metadata  metadata.Interface
+	queue     workqueue.TypedRateLimitingInterface[string]
+}
+
+func newController(cfg *rest.Config) (*controller, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("namespace controller: %w", err)
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("namespace controller: %w", err)
+	}
+	return &controller{
+		kube:      kube,
+		ns:        kube.CoreV1().Namespaces(),
+		discovery: kube.Discovery(),
+		metadata:  md,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](namespaceRetryMin, namespaceRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "customapi-namespaces"}),
 	}, nil
 }
 
-// Run works until ctx ends, then returns once its goroutines have. A
-// Controller runs once: its queue is shut down when Run returns.
-func (c *Controller) Run(ctx context.Context) {
+// run works until ctx ends, then returns once its goroutines have: an
+// informer of the namespaces queues each one with a deletionTimestamp,
+// and one worker syncs them.
+func (c *controller) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	informer := coreinformers.NewNamespaceInformer(c.kube, 0, cache.Indexers{})
+	enqueue := func(obj any) {
+		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
+			c.queue.Add(ns.Name)
+		}
+	}
+	if _, err := informer.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
+		logger.Error(err, "Adding the event handler failed")
+		return
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { c.watch(ctx) })
+	wg.Go(func() { informer.RunWithContext(ctx) })
 	wg.Go(func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -86,7 +129,7 @@ func (c *Controller) Run(ctx context.Context) {
 }
 
 // next syncs one namespace; false once the queue is shut down.
-func (c *Controller) next(ctx context.Context) bool {
+func (c *controller) next(ctx context.Context) bool {
 	name, quit := c.queue.Get()
 	if quit {
 		return false
@@ -106,103 +149,35 @@ func (c *Controller) next(ctx context.Context) bool {
 	return true
 }
 
-// watch queues every namespace with a deletionTimestamp: those listed,
-// then those the watch reports, listing again when the watch ends.
-func (c *Controller) watch(ctx context.Context) {
-	ctx = clusterContext(ctx)
-	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
-	for ctx.Err() == nil {
-		started := time.Now()
-		if err := c.listAndWatch(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Namespace watch ended; listing again", "err", err)
-		}
-		if time.Since(started) > time.Minute {
-			// A watch that lasted was healthy: start the backoff afresh.
-			backoff.Duration = 100 * time.Millisecond
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff.Step()):
-		}
-	}
-}
-
-func (c *Controller) listAndWatch(ctx context.Context) error {
-	list, err := c.ns.List(ctx, registry.Caller{}, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	for _, obj := range items {
-		c.enqueue(obj)
-	}
-	lm, err := meta.ListAccessor(list)
-	if err != nil {
-		return err
-	}
-	w, err := c.ns.Watch(ctx, registry.Caller{}, metav1.ListOptions{ResourceVersion: lm.GetResourceVersion()})
-	if err != nil {
-		return err
-	}
-	// Until the watch ends, ctx ends (the caller checks ctx) or an Error
-	// event (410 Gone for a compacted resourceVersion) asks for a new list.
-	_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
-		switch ev.Type {
-		case watch.Error:
-			return false, apierrors.FromObject(ev.Object)
-		case watch.Added, watch.Modified:
-			c.enqueue(ev.Object)
-		}
-		return false, nil
-	})
-	return err
-}
-
-func (c *Controller) enqueue(obj runtime.Object) {
-	// The watch cache sends its events' objects wrapped.
-	if co, ok := obj.(runtime.CacheableObject); ok {
-		obj = co.GetObject()
-	}
-	if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
-		c.queue.Add(ns.Name)
-	}
-}
-
 // sync is one pass over the namespace name (kube's namespace deleter):
 // nothing unless it is deleted and still has the finalizer "kubernetes".
-func (c *Controller) sync(ctx context.Context, name string) error {
-	ctx = clusterContext(ctx)
-	obj, err := c.ns.Get(ctx, registry.Caller{}, name, metav1.GetOptions{})
+func (c *controller) sync(ctx context.Context, name string) error {
+	ns, err := c.ns.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	ns := obj.(*corev1.Namespace)
 	if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 		return nil
 	}
 	if ns.Status.Phase != corev1.NamespaceTerminating {
-		ns = ns.DeepCopy()
 		ns.Status.Phase = corev1.NamespaceTerminating
-		if ns, err = c.updateStatus(ctx, ns); err != nil {
+		if ns, err = c.ns.UpdateStatus(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return err
 		}
 	}
-	remaining, deleteErrs := c.deleteContent(ctx, name)
+	remaining, deleteErrs, discoveryErr := c.deleteContent(ctx, name)
 	next := ns.DeepCopy()
-	setNamespaceConditions(&next.Status, remaining, deleteErrs)
+	setNamespaceConditions(&next.Status, remaining, discoveryErr, deleteErrs)
 	if !apiequalConditions(next.Status.Conditions, ns.Status.Conditions) {
-		if _, err := c.updateStatus(ctx, next); err != nil {
+		if _, err := c.ns.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return err
 		}
 	}
-	if len(deleteErrs) > 0 {
-		return errors.Join(deleteErrs...)
+	if err := errors.Join(append([]error{discoveryErr}, deleteErrs...)...); err != nil {
+		return err
 	}
 	if len(remaining.byResource) > 0 {
 		return errContentRemaining
@@ -210,25 +185,17 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	return c.finalize(ctx, name)
 }
 
-func (c *Controller) updateStatus(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
-	out, err := c.ns.Update(ctx, registry.Caller{DefaultManager: FieldManager}, ns, metav1.UpdateOptions{}, "status")
-	if err != nil {
-		return nil, err
-	}
-	return out.(*corev1.Namespace), nil
-}
-
 // finalize removes "kubernetes" from spec.finalizers of the stored
-// namespace (reading it again, retrying on conflicts).
-func (c *Controller) finalize(ctx context.Context, name string) error {
+// namespace through its finalize subresource (reading it again, retrying
+// on conflicts).
+func (c *controller) finalize(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		obj, err := c.ns.Get(ctx, registry.Caller{}, name, metav1.GetOptions{})
+		ns, err := c.ns.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		ns := obj.(*corev1.Namespace).DeepCopy()
 		ns.Spec.Finalizers = slices.DeleteFunc(ns.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-		_, err = c.ns.Update(ctx, registry.Caller{DefaultManager: FieldManager}, ns, metav1.UpdateOptions{}, "finalize")
+		_, err = c.ns.Finalize(ctx, ns, metav1.UpdateOptions{FieldManager: FieldManager})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -242,74 +209,36 @@ type remainingContent struct {
 	byFinalizer map[string]int // finalizer -> objects holding it
 }
 
-// deleteContent deletes the objects of every namespaced store in
-// namespace ns, returning what remains and the errors per resource.
-func (c *Controller) deleteContent(ctx context.Context, ns string) (remainingContent, []error) {
+// deleteContent deletes, in namespace ns, the objects of every namespaced
+// resource the server lists in discovery (its preferred version of each)
+// that can be listed and deleted as a collection: the Go types, the
+// batteries and custom resources alike, as kube's namespace deleter does.
+// It returns what remains, the errors per resource and the error of a
+// discovery that failed (in part: the resources it did list are still
+// deleted).
+func (c *controller) deleteContent(ctx context.Context, ns string) (remainingContent, []error, error) {
 	left := remainingContent{byResource: map[string]int{}, byFinalizer: map[string]int{}}
-	var errs []error
-	for _, res := range c.reg.Resources() {
-		// A resource stored as another (StoredAs) has no objects of its own.
-		if res.ClusterScoped || !res.StoredAs.Empty() {
-			continue
-		}
-		st, ok := c.reg.Store(res.GroupVersionResource())
-		if !ok {
-			continue
-		}
-		gr := res.GroupResource()
-		label := gr.Resource + "." + gr.Group
-		in := registry.Caller{Namespace: ns, DefaultManager: FieldManager}
-		if _, err := st.DeleteCollection(ctx, in, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", label, err))
-			continue
-		}
-		list, err := st.List(ctx, in, metav1.ListOptions{})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", label, err))
-			continue
-		}
-		err = meta.EachListItem(list, func(obj runtime.Object) error {
-			m, err := meta.Accessor(obj)
-			if err != nil {
-				return err
-			}
-			left.byResource[label]++
-			for _, f := range m.GetFinalizers() {
-				left.byFinalizer[f]++
-			}
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", label, err))
-		}
+	lists, discoveryErr := c.discovery.ServerPreferredNamespacedResources()
+	if discoveryErr != nil && !discovery.IsGroupDiscoveryFailedError(discoveryErr) {
+		return left, nil, discoveryErr
 	}
-	if custom := c.reg.CustomResources(); custom != nil {
-		errs = append(errs, deleteCustomResources(ctx, custom, ns, left)...)
-	}
-	return left, errs
-}
-
-// deleteCustomResources deletes the objects of every namespaced custom
-// resource in namespace ns (a delete of the collection through the
-// server's in-process door, as the program itself), counting what
-// remains into left. Content that cannot be listed yet is an error, so
-// the namespace stays.
-func deleteCustomResources(ctx context.Context, custom registry.CustomResources, ns string, left remainingContent) []error {
-	resources, err := custom.Resources()
+	deletable := discovery.FilteredBy(discovery.SupportsAllVerbs{Verbs: []string{"list", "deletecollection"}}, lists)
+	gvrs, err := discovery.GroupVersionResources(deletable)
 	if err != nil {
-		return []error{fmt.Errorf("custom resources: %w", err)}
+		return left, nil, errors.Join(discoveryErr, err)
 	}
+	sorted := make([]schema.GroupVersionResource, 0, len(gvrs))
+	for gvr := range gvrs {
+		sorted = append(sorted, gvr)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].String() < sorted[j].String() })
 	var errs []error
-	for _, res := range resources {
-		if !res.Namespaced {
-			continue
-		}
-		gr := res.Resource.GroupResource()
-		label := gr.Resource + "." + gr.Group
-		objects := custom.Client().Resource(res.Resource).Namespace(ns)
+	for _, gvr := range sorted {
+		label := gvr.GroupResource().String()
+		objects := c.metadata.Resource(gvr).Namespace(ns)
 		err := objects.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		if apierrors.IsNotFound(err) {
-			continue // its CustomResourceDefinition is gone, and its objects with it
+			continue // gone since discovery (a CustomResourceDefinition deleted), and its objects with it
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", label, err))
@@ -330,7 +259,7 @@ func deleteCustomResources(ctx context.Context, custom registry.CustomResources,
 			}
 		}
 	}
-	return errs
+	return left, errs, discoveryErr
 }
 
 // namespaceConditionTypes are the conditions the controller maintains, in
@@ -351,8 +280,11 @@ var namespaceConditionTypes = []struct {
 // NamespaceContentRemaining True, SomeResourcesRemain, "Some resources are
 // remaining: customs.test has 1 resource instances". A condition's
 // lastTransitionTime changes only when its status does.
-func setNamespaceConditions(status *corev1.NamespaceStatus, left remainingContent, deleteErrs []error) {
+func setNamespaceConditions(status *corev1.NamespaceStatus, left remainingContent, discoveryErr error, deleteErrs []error) {
 	failing := map[corev1.NamespaceConditionType][2]string{}
+	if discoveryErr != nil {
+		failing[corev1.NamespaceDeletionDiscoveryFailure] = [2]string{"DiscoveryFailed", discoveryMessage(discoveryErr)}
+	}
 	if len(deleteErrs) > 0 {
 		msgs := make([]string, len(deleteErrs))
 		for i, err := range deleteErrs {
@@ -411,8 +343,13 @@ func apiequalConditions(a, b []corev1.NamespaceCondition) bool {
 	})
 }
 
-// clusterContext returns ctx without a request namespace, for reads and
-// writes of namespaces (cluster-scoped).
-func clusterContext(ctx context.Context) context.Context {
-	return genericapirequest.WithNamespace(ctx, "")
+// discoveryMessage is the message of the condition
+// NamespaceDeletionDiscoveryFailure, worded as kube's: "Discovery failed
+// for some groups, 1 failing: ...".
+func discoveryMessage(err error) string {
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &failed) {
+		return fmt.Sprintf("Discovery failed for some groups, %d failing: %v", len(failed.Groups), err)
+	}
+	return fmt.Sprintf("Discovery failed: %v", err)
 }

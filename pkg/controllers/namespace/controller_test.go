@@ -10,41 +10,40 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/controllers"
+	"github.com/customapi/customapi/pkg/controllers/namespace"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
-// TestRegistryWithNamespaces: a registry opened with batteries.Namespaces,
-// with no HTTP server, has the default namespaces and runs the controller
-// until Close: deleting a namespace
-// through the in-process client deletes its content, keeps it Terminating
-// while an object's finalizer holds it, and removes it once that finalizer
-// is gone.
-func TestRegistryWithNamespaces(t *testing.T) {
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{}, batteries.Namespaces, install.Customs)
+// TestServerRunsTheController: a server that serves batteries.Namespaces
+// runs the controller behind its Lease, held by the data dir's identity:
+// deleting a namespace (here through the in-process client) deletes its
+// content, keeps it Terminating while an object's finalizer holds it, with
+// kube's conditions, and removes it once that finalizer is gone.
+func TestServerRunsTheController(t *testing.T) {
+	srv := customapitest.Start(t, append(batteries.Resources(batteries.Options{}), install.Customs)...)
 	ctx := t.Context()
-	nss, err := client.For[*corev1.Namespace, *corev1.NamespaceList](reg.Registry, batteries.Namespaces)
+	kube, err := kubernetes.NewForConfig(srv.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg.Registry, install.Customs)
+	nss, err := client.For[*corev1.Namespace, *corev1.NamespaceList](srv.Registry(), batteries.Namespaces)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range batteries.DefaultNamespaces() {
-		ns, err := nss.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ns.Status.Phase != corev1.NamespaceActive {
-			t.Errorf("namespace %s: phase %q, want Active", name, ns.Status.Phase)
-		}
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](srv.Registry(), install.Customs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	name := reg.Namespace(t)
+	name := srv.Namespace(t)
 	in := customs.Namespace(name)
 	if _, err := in.Create(ctx, &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -82,4 +81,16 @@ func TestRegistryWithNamespaces(t *testing.T) {
 		}
 		return false, err
 	})
+
+	identity, err := datadir.EnsureIdentity(srv.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := kube.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, controllers.LeaseName(namespace.Name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(l.Spec.HolderIdentity, ""); got != identity {
+		t.Errorf("the Lease %s is held by %q, want the server's identity %q", l.Name, got, identity)
+	}
 }

@@ -11,15 +11,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	admissionregistrationv1informers "k8s.io/client-go/informers/admissionregistration/v1"
+	"k8s.io/client-go/kubernetes"
+	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/customapi/customapi/pkg/client"
+	"github.com/customapi/customapi/pkg/controllers"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 )
@@ -37,28 +39,24 @@ const (
 	retryMax = 5 * time.Second
 )
 
-type (
-	policy     = admissionregistrationv1.ValidatingAdmissionPolicy
-	policyList = admissionregistrationv1.ValidatingAdmissionPolicyList
-)
+type policy = admissionregistrationv1.ValidatingAdmissionPolicy
 
-// Controller writes the type-checking status of a registry's
-// ValidatingAdmissionPolicies (see the package documentation).
-type Controller struct {
-	reg      *registry.Registry
-	policies *client.Client[*policy, *policyList]
-	queue    workqueue.TypedRateLimitingInterface[string]
+// Name is the controller's name (controllers.Controller.Name): its Lease
+// is kube-system/customapi-validatingadmissionpolicy-status.
+const Name = ControllerName
 
-	checkerOnce sync.Once
-	checker     *validating.TypeChecker
-}
-
-// New returns the controller of reg's ValidatingAdmissionPolicies. It
-// returns an error when reg does not serve PoliciesResource (with the
-// k8s.io/api Go types and a status subresource).
-func New(reg *registry.Registry) (*Controller, error) {
+// New returns the status controller of the ValidatingAdmissionPolicies of
+// a server that serves reg, for a controllers.Runner (see the package
+// documentation): the type checker is built from reg's declarations
+// (their OpenAPI definitions and served versions) and scheme; the
+// policies are read and their status written through the Runner's
+// configuration, which needs the rights to list and watch
+// validatingadmissionpolicies and update their status. It returns an
+// error when reg does not serve PoliciesResource (with the k8s.io/api Go
+// types and a status subresource).
+func New(reg *registry.Registry) (controllers.Controller, error) {
 	if reg == nil {
-		return nil, errors.New("policy status controller: a registry is required")
+		return controllers.Controller{}, errors.New("policy status controller: a registry is required")
 	}
 	var decl resource.Resource
 	found := false
@@ -68,26 +66,33 @@ func New(reg *registry.Registry) (*Controller, error) {
 		}
 	}
 	if !found || !decl.StatusSubresource {
-		return nil, fmt.Errorf("policy status controller: the registry does not serve %s with its status subresource", PoliciesResource)
+		return controllers.Controller{}, fmt.Errorf("policy status controller: the registry does not serve %s with its status subresource", PoliciesResource)
 	}
-	policies, err := client.For[*policy, *policyList](reg, decl, client.WithFieldManager(ControllerName))
-	if err != nil {
-		return nil, fmt.Errorf("policy status controller: %w", err)
-	}
-	return &Controller{
-		reg:      reg,
-		policies: policies,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryMin, retryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: ControllerName}),
-	}, nil
+	c := &checker{reg: reg}
+	return controllers.Controller{Name: Name, Run: c.run}, nil
+}
+
+// checker type-checks policies against a registry's declarations, for
+// every Run of one controller.
+type checker struct {
+	reg *registry.Registry
+
+	once    sync.Once
+	checker *validating.TypeChecker
+}
+
+// controller is one Run of the status controller.
+type controller struct {
+	checker  *checker
+	policies admissionregistrationv1client.ValidatingAdmissionPolicyInterface
+	queue    workqueue.TypedRateLimitingInterface[string]
 }
 
 // typeChecker returns upstream's type checker over the registry's
 // resources, built on first use (the schema resolver builds every OpenAPI
 // definition of the registry).
-func (c *Controller) typeChecker() *validating.TypeChecker {
-	c.checkerOnce.Do(func() {
+func (c *checker) typeChecker() *validating.TypeChecker {
+	c.once.Do(func() {
 		resources := c.reg.Resources()
 		c.checker = &validating.TypeChecker{
 			SchemaResolver: resolver.NewDefinitionsSchemaResolver(resource.OpenAPIDefinitionsOf(resources...), c.reg.Scheme()),
@@ -122,50 +127,51 @@ func RESTMapper(resources []resource.Resource) meta.RESTMapper {
 	return m
 }
 
-// Run watches the policies and writes their status until ctx ends. Its
-// requests are the server's own: they carry the user system:apiserver (in
-// system:masters, kube-apiserver's loopback identity) in their audit
-// events and admission attributes, as the RBAC loops' do.
-func (c *Controller) Run(ctx context.Context) {
-	logger := klog.FromContext(ctx).WithName(ControllerName)
-	ctx = klog.NewContext(ctx, logger)
-	ctx = registry.WithServerUser(ctx)
-	informer := cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return c.policies.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return c.policies.Watch(ctx, opts)
-		},
-	}, &policy{}, cache.SharedIndexInformerOptions{})
+// run watches the policies through cfg and writes their status until ctx
+// ends, then returns nil once its goroutines have. Errors: a cfg
+// client-go cannot use, or the informer's handler refused.
+func (c *checker) run(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("policy status controller: %w", err)
+	}
+	ctl := &controller{
+		checker:  c,
+		policies: kube.AdmissionregistrationV1().ValidatingAdmissionPolicies(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryMin, retryMax),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: ControllerName}),
+	}
+	logger := klog.FromContext(ctx)
+	informer := admissionregistrationv1informers.NewValidatingAdmissionPolicyInformer(kube, 0, cache.Indexers{})
 	enqueue := func(obj any) {
 		if p, ok := obj.(*policy); ok {
-			c.queue.Add(p.Name)
+			ctl.queue.Add(p.Name)
 		}
 	}
 	if _, err := informer.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
-		logger.Error(err, "Adding the event handler failed")
-		return
+		return fmt.Errorf("policy status controller: %w", err)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { informer.RunWithContext(ctx) })
 	wg.Go(func() {
 		<-ctx.Done()
-		c.queue.ShutDown()
+		ctl.queue.ShutDown()
 	})
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return
+		return nil
 	}
-	for c.next(ctx, informer.GetIndexer()) {
+	for ctl.next(ctx, informer.GetIndexer()) {
 	}
+	return nil
 }
 
 // next syncs one policy from the queue; false once the queue shuts down.
-func (c *Controller) next(ctx context.Context, store cache.Indexer) bool {
+func (c *controller) next(ctx context.Context, store cache.Indexer) bool {
 	name, quit := c.queue.Get()
 	if quit {
 		return false
@@ -189,7 +195,7 @@ func (c *Controller) next(ctx context.Context, store cache.Indexer) bool {
 // status is of its generation already (or it is gone). A conflict (the
 // policy changed meanwhile) is an error: the newer object comes through
 // the informer and the policy is synced again.
-func (c *Controller) sync(ctx context.Context, store cache.Indexer, name string) error {
+func (c *controller) sync(ctx context.Context, store cache.Indexer, name string) error {
 	obj, exists, err := store.GetByKey(name)
 	if err != nil || !exists {
 		return err
@@ -199,10 +205,10 @@ func (c *Controller) sync(ctx context.Context, store cache.Indexer, name string)
 		return nil
 	}
 	p = p.DeepCopy()
-	warnings := c.typeChecker().Check(p)
+	warnings := c.checker.typeChecker().Check(p)
 	p.Status.ObservedGeneration = p.Generation
 	p.Status.TypeChecking = &admissionregistrationv1.TypeChecking{ExpressionWarnings: warnings}
-	_, err = c.policies.UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	_, err = c.policies.UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: ControllerName})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

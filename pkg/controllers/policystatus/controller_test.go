@@ -36,17 +36,17 @@ func policy(name string, paramKind *admissionregistrationv1.ParamKind, resources
 	return p
 }
 
-// TestTypeChecking opens a real registry with the admission batteries,
-// config maps and customs, creates policies and waits for the controller
-// to write their status: a field customs do not have (replicaz) and a
+// TestTypeChecking starts a server with the admission batteries, config
+// maps and customs, which runs the controller, creates policies and waits
+// for it to write their status: a field customs do not have (replicaz) and a
 // config map field that does not exist (params.dta) are warnings naming
 // the expression and the kind; correct expressions, and policies whose
 // rules match nothing served, get none; an update is checked again at its
 // new generation.
 func TestTypeChecking(t *testing.T) {
-	reg := customapitest.OpenRegistry(t, customapitest.RegistryOptions{}, append(batteries.Admission(), batteries.ConfigMaps, install.Customs)...)
+	srv := customapitest.Start(t, append(batteries.Admission(), batteries.ConfigMaps, install.Customs)...)
 	ctx := t.Context()
-	policies, err := client.For[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyList](reg.Registry, batteries.ValidatingAdmissionPolicies)
+	policies, err := client.For[*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyList](srv.Registry(), batteries.ValidatingAdmissionPolicies)
 	if err != nil {
 		t.Fatal(err)
 	}

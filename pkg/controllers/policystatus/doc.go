@@ -3,7 +3,8 @@
 // pkg/controller/validatingadmissionpolicystatus, reimplemented here), it
 // type-checks each policy against the schemas of the kinds the policy
 // matches and writes the result to the policy's status, as a client of a
-// registry (pkg/registry) through the in-process client (pkg/client).
+// server: it reads the policies and writes their status through the
+// rest.Config its controllers.Runner gives it (a server's loopback door).
 //
 // For each ValidatingAdmissionPolicy whose metadata.generation is newer
 // than its status.observedGeneration, the controller runs upstream's type
@@ -26,16 +27,20 @@
 // naming the kind: "test/v1, Kind=Custom: ERROR: <input>:1:12: undefined
 // field 'replicaz'") through the policy's status subresource, with the
 // field manager ControllerName. Like kube's, it writes no conditions.
-// Status writes go through the in-process door, so they are admitted and
-// audited as any in-process request.
+// Status writes go through the server's handler chain as the server's own
+// identity, so they are admitted and audited as any request.
 //
-// pkg/batteries starts it for every registry that serves
-// batteries.ValidatingAdmissionPolicies (the declaration's OnOpen hook); it
-// runs until the registry closes.
+// A server (pkg/server) runs it for every registry it serves with
+// batteries.ValidatingAdmissionPolicies, behind its Lease
+// kube-system/customapi-validatingadmissionpolicy-status (pkg/controllers):
 //
 //	c, err := policystatus.New(reg)
 //	if err != nil {
 //		return err
 //	}
-//	go c.Run(ctx) // until ctx ends
+//	r, err := controllers.NewRunner(controllers.Config{Config: loopback, Elect: true, Identity: id}, c)
+//	if err != nil {
+//		return err
+//	}
+//	r.Run(ctx) // until ctx ends
 package policystatus
