@@ -73,6 +73,7 @@ func Example() {
 	// file: ca.crt 0644
 	// file: ca.key 0600
 	// file: encryption-config.yaml 0600
+	// file: identity 0600
 	// file: serving.crt 0644
 	// file: serving.key 0600
 	// file: super-admin.kubeconfig 0600
