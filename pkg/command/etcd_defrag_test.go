@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,26 +50,6 @@ func runCommand(t *testing.T, args ...string) (stdout, stderr string, err error)
 	root.SetArgs(args)
 	err = root.ExecuteContext(t.Context())
 	return out.String(), errOut.String(), err
-}
-
-// get is a GET of path on s with the admin's credentials: the status code
-// and the body.
-func get(t *testing.T, s *customapitest.Server, path string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := s.HTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
 }
 
 // checkNoSpaceStatus fails the test unless err is the Status of a write
@@ -267,23 +246,23 @@ func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 			want = http.StatusInternalServerError
 		}
 		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			code, _ := get(t, s, "/readyz")
+			code, _ := s.Get(t, "/readyz")
 			return code == want, nil
 		}); err != nil {
 			t.Fatalf("waiting for /readyz %d: %v", want, err)
 		}
-		code, body := get(t, s, "/readyz/etcd-alarms")
+		code, body := s.Get(t, "/readyz/etcd-alarms")
 		if code != want || noSpace && (!strings.Contains(body, "etcd alarm NOSPACE on member") || !strings.Contains(body, "customapi etcd defrag --data-dir "+dataDir)) {
 			t.Fatalf("/readyz/etcd-alarms: %d %q", code, body)
 		}
-		if code, body := get(t, s, "/livez"); code != http.StatusOK {
+		if code, body := s.Get(t, "/livez"); code != http.StatusOK {
 			t.Fatalf("/livez: %d %q", code, body)
 		}
 		metric := `customapi_etcd_alarm{alarm="NOSPACE"} 0`
 		if noSpace {
 			metric = `customapi_etcd_alarm{alarm="NOSPACE"} 1`
 		}
-		if _, body := get(t, s, "/metrics"); !strings.Contains(body, metric) {
+		if _, body := s.Get(t, "/metrics"); !strings.Contains(body, metric) {
 			t.Fatalf("/metrics lacks %s", metric)
 		}
 	}

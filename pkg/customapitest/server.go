@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -211,4 +212,25 @@ func StartWithOptions(tb testing.TB, configure func(*server.Options), resources 
 		}
 	})
 	return s
+}
+
+// Get sends a GET of path (for example "/readyz?verbose") to the server
+// with the admin's credentials and returns the status code and the body;
+// a request that cannot be sent or read fails tb.
+func (s *Server) Get(tb testing.TB, path string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, s.URL+path, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := s.HTTPClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

@@ -3,7 +3,6 @@ package outage
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -164,11 +163,11 @@ func TestEtcdServersOverrides(t *testing.T) {
 	})
 
 	t.Run("readyz names each etcd", func(t *testing.T) {
-		code, body := get(t, s, "/readyz?verbose")
+		code, body := s.Get(t, "/readyz?verbose")
 		if code != http.StatusOK || !strings.Contains(body, "[+]etcd ok") || !strings.Contains(body, "[+]etcd-override-0 ok") {
 			t.Errorf("/readyz?verbose: %d\n%s", code, body)
 		}
-		if _, body := get(t, s, "/livez?verbose"); strings.Contains(body, "etcd-override") {
+		if _, body := s.Get(t, "/livez?verbose"); strings.Contains(body, "etcd-override") {
 			t.Errorf("/livez?verbose lists the override's check (an external etcd's outage is no reason to restart):\n%s", body)
 		}
 	})
@@ -227,21 +226,21 @@ func TestEtcdServersOverrides(t *testing.T) {
 		events.members[0].kill()
 		down := time.Now()
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			code, _ := get(t, s, "/readyz")
+			code, _ := s.Get(t, "/readyz")
 			return code != http.StatusOK, nil
 		})
 		if err != nil {
 			t.Fatal("/readyz still 200 30 s after the events etcd went away")
 		}
 		t.Logf("/readyz red %s after the events etcd went away", time.Since(down).Round(time.Millisecond))
-		code, body := get(t, s, "/readyz?verbose")
+		code, body := s.Get(t, "/readyz?verbose")
 		if code == http.StatusOK || !strings.Contains(body, "[-]etcd-override-0 failed") || !strings.Contains(body, "[+]etcd ok") {
 			t.Errorf("/readyz?verbose with the events etcd down: %d\n%s", code, body)
 		}
-		if code, body := get(t, s, "/readyz/etcd-override-0"); code == http.StatusOK || !strings.Contains(body, eventsURL) || !strings.Contains(body, "events.events.k8s.io") {
+		if code, body := s.Get(t, "/readyz/etcd-override-0"); code == http.StatusOK || !strings.Contains(body, eventsURL) || !strings.Contains(body, "events.events.k8s.io") {
 			t.Errorf("/readyz/etcd-override-0: %d %s, want a failure naming %s and its resources", code, body, eventsURL)
 		}
-		if code, body := get(t, s, "/livez"); code != http.StatusOK {
+		if code, body := s.Get(t, "/livez"); code != http.StatusOK {
 			t.Errorf("/livez %d with the events etcd down: %s", code, body)
 		}
 
@@ -344,11 +343,11 @@ func TestEtcdServersOverrides(t *testing.T) {
 			t.Fatal("the events etcd did not come back within 30 s")
 		}
 		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-			code, _ := get(t, s, "/readyz")
+			code, _ := s.Get(t, "/readyz")
 			return code == http.StatusOK, nil
 		})
 		if err != nil {
-			_, body := get(t, s, "/readyz?verbose")
+			_, body := s.Get(t, "/readyz?verbose")
 			t.Fatalf("/readyz not green 30 s after the events etcd came back:\n%s", body)
 		}
 		t.Logf("/readyz green %s after the events etcd was restarted", time.Since(restarted).Round(time.Millisecond))
@@ -364,25 +363,6 @@ func TestEtcdServersOverrides(t *testing.T) {
 		t.Logf("outage and recovery in %s", time.Since(began).Round(time.Millisecond))
 	})
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
-}
-
-// get GETs path with the admin token and returns the code and body.
-func get(t *testing.T, s *customapitest.Server, path string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := s.HTTPClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
 }
 
 // createCustom creates a custom over HTTP, failing the test otherwise.
