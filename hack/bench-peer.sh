@@ -106,6 +106,9 @@ echo "customapi:      $customapi_bin"
 echo "results and logs: $out"
 
 pids=()
+script=bench-peer.sh
+# shellcheck source=hack/lib-peer.sh
+source "$repo/hack/lib-peer.sh"
 stop_all() {
 	local pid
 	for pid in "${pids[@]}"; do
@@ -124,22 +127,6 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-# free_port prints a loopback TCP port nothing listens on (checked by
-# connecting) and that this script has not handed out yet.
-used_ports=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 30000))
-		[[ "$used_ports" == *" $p "* ]] && continue
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			used_ports+="$p "
-			echo "$p"
-			return
-		fi
-	done
-}
-
 # cpu_seconds PID: user+system CPU seconds of a process (/proc, 100 ticks/s).
 cpu_seconds() {
 	local stat
@@ -152,28 +139,6 @@ cpu_seconds() {
 # rss_mb PID: resident set size in MB.
 rss_mb() {
 	awk '/^VmRSS:/ { printf "%.1f", $2 * 1024 / 1e6 }' "/proc/$1/status"
-}
-
-# start_etcd DIR: starts etcd with its data in DIR; sets etcd_pid, etcd_url.
-start_etcd() {
-	local dir="$1" cport pport
-	cport="$(free_port)" pport="$(free_port)"
-	mkdir -p "$dir"
-	"$etcd_bin" --name default --data-dir "$dir/data" \
-		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-		--initial-cluster "default=http://127.0.0.1:$pport" --log-level warn >"$dir/log" 2>&1 &
-	etcd_pid=$!
-	pids+=("$etcd_pid")
-	etcd_url="http://127.0.0.1:$cport"
-	for _ in $(seq 300); do
-		curl -sf "$etcd_url/health" >/dev/null 2>&1 && return 0
-		kill -0 "$etcd_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "bench-peer.sh: etcd in $dir did not become healthy; its log:" >&2
-	tail -20 "$dir/log" >&2
-	exit 1
 }
 
 # wait_ready NAME PID URL START: polls URL/readyz with the token until 200
@@ -326,13 +291,7 @@ for round in $(seq "$rounds"); do
 
 	# Credentials shared by the servers: one bearer token of a
 	# system:masters user.
-	token="$(openssl rand -hex 24)"
-	echo "$token,admin,admin,\"system:masters\"" >"$dir/pki/tokens.csv"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-		-subj /CN=kube-apiserver -addext subjectAltName=IP:127.0.0.1 \
-		-keyout "$dir/pki/serving.key" -out "$dir/pki/serving.crt" 2>/dev/null
-	openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/pki/sa.key" 2>/dev/null
-	openssl pkey -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub"
+	token="$(kube_credentials "$dir/pki" 2)"
 
 	pid=() etcd_of=() ready=() crd_ready=() last_crd_served=0
 	for name in "${names[@]}"; do

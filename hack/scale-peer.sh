@@ -72,6 +72,9 @@ fi
 echo "results and logs: $out"
 
 pids=()
+script=scale-peer.sh
+# shellcheck source=hack/lib-peer.sh
+source "$repo/hack/lib-peer.sh"
 stop_all() {
 	local p
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
@@ -81,52 +84,15 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-# free_port prints a loopback TCP port nothing listens on.
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 30000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-}
-
-# start_etcd DIR: etcd with its data in DIR (kept for a later run); sets etcd_url.
-start_etcd() {
-	local dir="$1" cport pport
-	cport="$(free_port)" pport="$(free_port)"
-	mkdir -p "$dir"
-	"$etcd_bin" --name default --data-dir "$dir/data" --quota-backend-bytes $((8 << 30)) \
-		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-		--initial-cluster "default=http://127.0.0.1:$pport" --log-level warn >"$dir/log" 2>&1 &
-	pids+=("$!")
-	etcd_url="http://127.0.0.1:$cport"
-	for _ in $(seq 300); do
-		curl -sf "$etcd_url/health" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "scale-peer.sh: etcd in $dir did not become healthy; its log:" >&2
-	tail -20 "$dir/log" >&2
-	exit 1
-}
-
 for target in "${targets[@]}"; do
 	dir="$out/$target"
 	mkdir -p "$dir"
 	echo
 	echo "== $target ($dir)"
-	start_etcd "$dir/etcd"
+	start_etcd "$dir/etcd" --quota-backend-bytes $((8 << 30))
 	bench=("$customapi_bin" bench --scale "$sizes" --scale-dir "$dir/scale" --scale-etcd-servers "$etcd_url")
 	if [[ "$target" == kube ]]; then
-		mkdir -p "$dir/pki"
-		[[ -f "$dir/pki/tokens.csv" ]] || {
-			echo "$(openssl rand -hex 24),admin,admin,\"system:masters\"" >"$dir/pki/tokens.csv"
-			openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
-				-subj /CN=kube-apiserver -addext subjectAltName=IP:127.0.0.1 \
-				-keyout "$dir/pki/serving.key" -out "$dir/pki/serving.crt" 2>/dev/null
-			openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/pki/sa.key" 2>/dev/null
-			openssl pkey -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub"
-		}
+		[[ -f "$dir/pki/tokens.csv" ]] || kube_credentials "$dir/pki" 30 >/dev/null
 		token="$(cut -d, -f1 "$dir/pki/tokens.csv")"
 		port="$(free_port)"
 		url="https://127.0.0.1:$port"

@@ -45,7 +45,7 @@ func check(rs rules, pkgs []pkgInfo) []violation {
 	for _, p := range pkgs {
 		gov, ok := rs.governing(p.path)
 		if !ok {
-			out = append(out, violation{pkg: p.path, why: "no rule in rules.txt covers this package: add one, mirroring ARCHITECTURE.md's table"})
+			out = append(out, violation{pkg: p.path, why: "no rule in rules.txt covers this package: add one, mirroring the README's package table"})
 			continue
 		}
 		for _, imp := range p.imports {

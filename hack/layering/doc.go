@@ -1,5 +1,5 @@
 // Command layering fails when a package of the module imports one that
-// ARCHITECTURE.md's package table says it must not. The table is mirrored
+// its layering rules say it must not. The README's package table is mirrored
 // in rules.txt beside this file (its header says how to read a rule); the
 // import graph comes from `go list` of the module's packages, without test
 // files. CI runs it as a step of .ci/run:

@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	rulesPath := flag.String("rules", "hack/layering/rules.txt", "the rules file, mirroring ARCHITECTURE.md's package table")
+	rulesPath := flag.String("rules", "hack/layering/rules.txt", "the rules file, mirroring the README's package table")
 	flag.Parse()
 	patterns := flag.Args()
 	if len(patterns) == 0 {

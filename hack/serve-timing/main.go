@@ -33,6 +33,7 @@ import (
 	benchinstall "github.com/customapi/customapi/pkg/apis/bench/install"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -72,11 +73,11 @@ func start(dataDir string) error {
 	mark := func(what string) { fmt.Printf("  %-34s %6.1f ms\n", what, float64(time.Since(t0).Microseconds())/1000) }
 	_, statErr := os.Stat(dataDir)
 	fmt.Printf("start (data dir exists: %v)\n", statErr == nil)
-	opts := server.NewOptions()
+	opts := options.NewServerOptions()
 	opts.DataDir = dataDir
 	// As `customapi serve`: RBAC, CustomResourceDefinitions, the
 	// garbage collector.
-	opts.Authorization.Mode = server.AuthorizationRBAC
+	opts.Authorization.Mode = options.AuthorizationRBAC
 	opts.CustomResourceDefinitions = true
 	opts.GarbageCollector = true
 	opts.Serving.SecurePort = 0
@@ -88,7 +89,7 @@ func start(dataDir string) error {
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs, benchinstall.Samples)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := server.New(ctx, sc.Complete(), resources...)
+	srv, err := server.New(ctx, sc, resources...)
 	if err != nil {
 		return err
 	}

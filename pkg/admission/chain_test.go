@@ -38,6 +38,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/admission"
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
@@ -277,30 +278,7 @@ spec:
 // ValidatingAdmissionPolicy reads manifests (files name: text) from a
 // directory, and returns its path.
 func staticConfig(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "policies")
-	if err := os.Mkdir(manifests, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(manifests, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := filepath.Join(dir, "admission.yaml")
-	cfg := `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionPolicy
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: ValidatingAdmissionPolicyConfiguration
-    staticManifestsDir: ` + manifests + "\n"
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return customapitest.StaticManifestsConfig(t, "ValidatingAdmissionPolicy", files)
 }
 
 // TestStaticManifests: a ValidatingAdmissionPolicy and binding read from
@@ -414,25 +392,7 @@ webhooks:
   sideEffects: None
   admissionReviewVersions: ["v1"]
 `
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "webhooks")
-	if err := os.Mkdir(manifests, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(manifests, "deny.yaml"), []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgFile := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(cfgFile, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    staticManifestsDir: `+manifests+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgFile := customapitest.StaticManifestsConfig(t, "ValidatingAdmissionWebhook", map[string]string{"deny.yaml": manifest})
 	c, start := fakeConfig(t)
 	c.ConfigFile = cfgFile
 	c.Resources = batteries.Admission()

@@ -30,7 +30,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // b1Namespace is where the test writes its customs.
@@ -195,7 +195,7 @@ func TestB1RestoreNeverSendsWatchersBackInTime(t *testing.T) {
 // temporary one when ""), always with an embedded etcd.
 func serve(t *testing.T, l net.Listener, dataDir string) *customapitest.Server {
 	t.Helper()
-	return customapitest.StartWithOptions(t, func(o *server.Options) {
+	return customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		_ = o.Serving.Listener.Close()
 		o.Serving.Listener = l
 		if dataDir != "" {
@@ -203,7 +203,7 @@ func serve(t *testing.T, l net.Listener, dataDir string) *customapitest.Server {
 		}
 		// The case is about the embedded etcd, whatever CUSTOMAPI_TEST_ETCD_SERVERS says.
 		o.SetEtcd(etcd.ClientConfig{})
-		o.Storage.Prefix = server.NewOptions().Storage.Prefix
+		o.Storage.Prefix = options.NewServerOptions().Storage.Prefix
 	}, install.Customs)
 }
 

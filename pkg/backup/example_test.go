@@ -14,7 +14,7 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // Example backs up a running server's data dir (its embedded etcd, its
@@ -23,9 +23,9 @@ import (
 // and marked compacted.
 func Example() {
 	ctx := context.Background()
-	srv, err := customapitest.NewServer(customapitest.Options{Configure: func(o *server.Options) {
+	srv, err := customapitest.NewServer(customapitest.Options{Configure: func(o *options.ServerOptions) {
 		o.SetEtcd(etcd.ClientConfig{}) // the embedded etcd, whatever the test environment says
-		o.Storage.Prefix = server.NewOptions().Storage.Prefix
+		o.Storage.Prefix = options.NewServerOptions().Storage.Prefix
 	}}, install.Customs)
 	if err != nil {
 		log.Fatal(err)

@@ -47,7 +47,7 @@ type RestoreOptions struct {
 // dir's files as they were (each written mode 0600) and a new embedded etcd
 // data dir restored from the snapshot with a revision bump and the
 // compaction mark (RestoreSnapshot), ready for `customapi serve
-// --data-dir` (or server.Options.DataDir). The embedded etcd's TLS files
+// --data-dir` (or options.ServerOptions.DataDir). The embedded etcd's TLS files
 // (not in the archive) are generated anew; a server rewrites
 // admin.kubeconfig with its port when it starts.
 //

@@ -35,9 +35,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // take: an --event-ttl that is not positive (as kube-apiserver refuses
 // one). Options built in Go need not call it: Resources takes a zero
 // EventTTL as DefaultEventTTL.
-func (o Options) Validate() error {
+func (o Options) Validate() []error {
 	if o.EventTTL <= 0 {
-		return fmt.Errorf("--event-ttl must be positive, got %s", o.EventTTL)
+		return []error{fmt.Errorf("--event-ttl must be positive, got %s", o.EventTTL)}
 	}
 	return nil
 }

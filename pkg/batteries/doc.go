@@ -36,5 +36,5 @@
 // what it is given:
 //
 //	res := append(batteries.Resources(batteries.Options{EventTTL: time.Hour}), myResource)
-//	srv, err := server.New(ctx, cfg.Complete(), res...)
+//	srv, err := server.New(ctx, cfg, res...)
 package batteries

@@ -1,6 +1,7 @@
 package batteries_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestOptionsFlags(t *testing.T) {
 		if o.EventTTL != tc.want {
 			t.Errorf("%v: EventTTL %s, want %s", tc.args, o.EventTTL, tc.want)
 		}
-		if err := o.Validate(); (err != nil) != tc.wantErr {
+		if err := errors.Join(o.Validate()...); (err != nil) != tc.wantErr {
 			t.Errorf("%v: Validate() = %v, want an error: %t", tc.args, err, tc.wantErr)
 		}
 	}

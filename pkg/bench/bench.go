@@ -607,20 +607,9 @@ func startSelf(ctx context.Context, cfg Config, enc wireEncoding, dataDir string
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	exited, stop, err := startProcess(cmd, 30*time.Second)
+	if err != nil {
 		return nil, 0, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			return <-exited
-		}
 	}
 	restConfig, err := waitReadyz(ctx, filepath.Join(dataDir, "admin.kubeconfig"), exited, selfReadyTimeout)
 	ready := time.Since(start)
@@ -635,6 +624,27 @@ func startSelf(ctx context.Context, cfg Config, enc wireEncoding, dataDir string
 	}
 	t.pid, t.stop = cmd.Process.Pid, stop
 	return t, ready, nil
+}
+
+// startProcess starts cmd and returns a channel that delivers its exit
+// (cmd.Wait's error, once) and a stop that sends SIGTERM, waits up to
+// grace for the exit, then kills it, and returns the exit's error.
+func startProcess(cmd *exec.Cmd, grace time.Duration) (exited chan error, stop func() error, err error) {
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return exited, func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(grace):
+			_ = cmd.Process.Kill()
+			return <-exited
+		}
+	}, nil
 }
 
 // waitReadyz polls until the kubeconfig at path exists and the server it

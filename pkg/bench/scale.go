@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -607,20 +606,9 @@ func (s *scaleRun) startServe(ctx context.Context, profile string) (*scaleServer
 		_ = os.Remove(kubeconfig)
 	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	exited, stop, err := startProcess(cmd, 2*time.Minute)
+	if err != nil {
 		return nil, err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(2 * time.Minute):
-			_ = cmd.Process.Kill()
-			return <-exited
-		}
 	}
 	restConfig, err := waitReadyz(ctx, kubeconfig, exited, 0)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -136,7 +137,7 @@ func (t *inprocessTarget) admissionClient() (kubernetes.Interface, error) {
 // in-process client goes through the server's admission chain, webhooks
 // and policies included. The admission workloads need it.
 func newInprocessServed(ctx context.Context, etcdConfig etcd.ClientConfig, prefix, mediaType, dataDir string) (*inprocessTarget, error) {
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	o.DataDir = dataDir
 	o.SetEtcd(etcdConfig)
 	o.Storage.Prefix = prefix
@@ -154,7 +155,7 @@ func newInprocessServed(ctx context.Context, etcdConfig etcd.ClientConfig, prefi
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	srv, err := server.New(sctx, cfg.Complete(), append(batteries.Resources(batteries.Options{}), benchinstall.Samples)...)
+	srv, err := server.New(sctx, cfg, append(batteries.Resources(batteries.Options{}), benchinstall.Samples)...)
 	if err != nil {
 		cancel()
 		_ = cfg.Close()

@@ -6,7 +6,7 @@
 // From the outside in (Build):
 //
 //   - the request body's time bound: a body must arrive within
-//     Options.RequestBodyTimeout of the request, else 408 (a slow client
+//     Options.RequestBodyTimeout (options.LimitOptions.RequestBodyTimeout) of the request, else 408 (a slow client
 //     cannot hold a handler's goroutine for the request timeout);
 //   - k8s.io/apiserver's DefaultBuildHandlerChain (panic recovery, audit,
 //     authentication, impersonation, request info, timeouts), with its

@@ -39,7 +39,7 @@ const bodyDeadlineMargin = time.Second
 //     answers that Status), instead of a trickled or stalled body holding
 //     the connection open forever (kube-apiserver sets no such deadline).
 //     The body deadline also ends bodyDeadlineMargin before the request's
-//     own deadline (Options.RequestTimeout or the request's ?timeout=,
+//     own deadline (options.LimitOptions.RequestTimeout or the request's ?timeout=,
 //     which withBodyDeadline, inside k8s.io/apiserver's
 //     WithRequestDeadline, hands to the body): otherwise the two deadlines
 //     race and the timeout filter's 504 usually wins over the 408.

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/pkg/controllers"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // Config says what a command tree serves and how it introduces itself.
@@ -44,7 +44,7 @@ type Config struct {
 	// its own (kube-system/customapi-<name>) so that one replica of
 	// several on one etcd runs it, through the server's loopback
 	// configuration, from the moment the server is ready until it stops
-	// (server.Options.Controllers). A controller-runtime manager runs in
+	// (options.ServerOptions.Controllers). A controller-runtime manager runs in
 	// a Controller's Run with its own leader election off; see
 	// pkg/controllers and docs/serving.md, "Running your own
 	// controllers". Names are DNS-1123 labels, unique, and none of
@@ -76,8 +76,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("command: DefaultResources names %q, which is not among Resources (%s)", d, strings.Join(c.plurals(), ", "))
 		}
 	}
-	opts := server.Options{Controllers: c.Controllers}
-	if err := opts.ValidateControllers(); err != nil {
+	if err := options.ValidateControllers(c.Controllers); err != nil {
 		return fmt.Errorf("command: %w", err)
 	}
 	return nil

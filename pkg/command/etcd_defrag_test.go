@@ -28,8 +28,8 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
@@ -89,12 +89,12 @@ func checkNoSpaceStatus(t *testing.T, door string, err error, dataDir string) {
 func TestNoSpaceAlarmAndRecovery(t *testing.T) {
 	customapitest.SkipOnSharedEtcd(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
-	configure := func(o *server.Options) {
+	configure := func(o *options.ServerOptions) {
 		o.DataDir = dataDir
 		o.Storage.Embedded.QuotaBackendBytes = noSpaceQuota
 		o.Storage.CompactionInterval = 0 // nothing frees the history
-		o.EtcdAlarmPollPeriod = 200 * time.Millisecond
-		o.Authorization.Mode = server.AuthorizationRBAC
+		o.Storage.EtcdAlarmPollPeriod = 200 * time.Millisecond
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.GarbageCollector = true
 	}
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)

@@ -14,7 +14,7 @@ import (
 // TestStorageFlagsAreServes: `storage rewrite` takes serve's flags of where
 // and how objects are stored, `backup` serve's etcd flags and `etcd
 // defrag` those and the embedded etcd's, with serve's
-// names, defaults and help (one definition: server.Options.AddStorageFlags
+// names, defaults and help (one definition: options.ServerOptions.AddStorageFlags
 // and storage.EtcdOptions.AddFlags), besides flags of their own.
 func TestStorageFlagsAreServes(t *testing.T) {
 	root, err := command.NewRootCommand(command.Config{Name: "customapi", Resources: []resource.Resource{install.Customs}})

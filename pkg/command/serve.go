@@ -16,17 +16,18 @@ import (
 
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/logfilter"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
 )
 
 // newServeCommand is `serve`: the HTTPS API for cfg's resources (those of
 // --resources), with the batteries unless --batteries=false.
 func newServeCommand(cfg Config) *cobra.Command {
-	opts := server.NewOptions()
+	opts := options.NewServerOptions()
 	opts.DataDir = cfg.dataDir()
 	opts.CommandName = cfg.Name // messages name its commands (etcd defrag)
 	// The command's default is RBAC, where the library's is AlwaysAllow.
-	opts.Authorization.Mode = server.AuthorizationRBAC
+	opts.Authorization.Mode = options.AuthorizationRBAC
 	// And it serves CustomResourceDefinitions beside the Go types.
 	opts.CustomResourceDefinitions = true
 	// And it collects garbage, as a cluster with kube-controller-manager.
@@ -73,9 +74,9 @@ second signal kills it at once.`,
 			// a second, and the errors k8s.io/apiserver logs about a
 			// client's bad request, abort or own timeout are info at -v=2;
 			// see pkg/logfilter.
-			requestTimeout := opts.RequestTimeout
+			requestTimeout := opts.Limits.RequestTimeout
 			if requestTimeout <= 0 {
-				requestTimeout = server.DefaultRequestTimeout
+				requestTimeout = options.DefaultRequestTimeout
 			}
 			if err := logfilter.Apply(logOpts, os.Stderr, os.Stdout, requestTimeout); err != nil {
 				return err
@@ -99,8 +100,8 @@ second signal kills it at once.`,
 			if err != nil {
 				return err
 			}
-			if err := batteryOpts.Validate(); err != nil {
-				return err
+			if errs := batteryOpts.Validate(); len(errs) != 0 {
+				return errors.Join(errs...)
 			}
 			// The ready line's example: the first resource of the program's
 			// own, not a battery.
@@ -116,7 +117,7 @@ second signal kills it at once.`,
 			if err != nil {
 				return err
 			}
-			srv, err := server.New(ctx, sc.Complete(), resources...)
+			srv, err := server.New(ctx, sc, resources...)
 			if err != nil {
 				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 					// SIGINT/SIGTERM during start-up: New has closed

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/pkg/batteries"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
@@ -30,7 +30,7 @@ func newStorageCommand(cfg Config) *cobra.Command {
 // report.
 type storageRun struct {
 	cfg           Config
-	opts          *server.Options
+	opts          *options.ServerOptions
 	served        []string
 	withBatteries bool
 	workers       int
@@ -38,12 +38,12 @@ type storageRun struct {
 }
 
 func newStorageRun(cfg Config, versionsOnly bool) *storageRun {
-	opts := server.NewOptions()
+	opts := options.NewServerOptions()
 	opts.DataDir = cfg.dataDir()
 	opts.CommandName = cfg.Name
-	opts.WatchCache = false // nothing is served: read etcd directly
+	opts.Storage.WatchCache = false // nothing is served: read etcd directly
 	// serve's default: the RBAC objects are stored, and rewritten, too.
-	opts.Authorization.Mode = server.AuthorizationRBAC
+	opts.Authorization.Mode = options.AuthorizationRBAC
 	return &storageRun{cfg: cfg, opts: opts, served: cfg.defaultResources(), withBatteries: !cfg.DisableBatteries, versionsOnly: versionsOnly}
 }
 

@@ -54,7 +54,7 @@
 //	}
 //
 // and is handed to the server: command.Config.Controllers (command.Main),
-// or server.Options.Controllers. A server runs its Runner from the moment
+// or options.ServerOptions.Controllers. A server runs its Runner from the moment
 // it is ready (every watch cache loaded) until it starts to shut down,
 // while it still serves; it holds its controllers while etcd's quota is
 // full (Hold).

@@ -35,7 +35,7 @@ func ExampleRunner() {
 			return nil
 		},
 	}
-	r, err := controllers.NewRunner(controllers.Config{Config: srv.InProcessConfig(), Elect: true, Identity: "example-replica"}, hello)
+	r, err := controllers.NewRunner(controllers.Config{Config: srv.PipeConfig(), Elect: true, Identity: "example-replica"}, hello)
 	if err != nil {
 		log.Fatal(err)
 	}

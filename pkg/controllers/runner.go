@@ -51,7 +51,7 @@ type Hold interface {
 type Config struct {
 	// Config reaches the server the controllers work on, with the rights
 	// they need (a server's loopback configuration, for example
-	// server.Server.InProcessConfig: its whole handler chain in process
+	// server.Server.PipeConfig: its whole handler chain in process
 	// as the server itself). Each controller's Run gets a copy. The Leases
 	// are read and written through it too. Required.
 	Config *rest.Config

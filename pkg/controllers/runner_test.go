@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -31,33 +30,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	srv, err = customapitest.NewServer(customapitest.Options{}, batteries.Resources(batteries.Options{})...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := srv.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if kube, err = kubernetes.NewForConfig(srv.Config); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(customapitest.Main(m, customapitest.Options{}, func(s *customapitest.Server) (err error) {
+		srv = s
+		kube, err = kubernetes.NewForConfig(s.Config)
+		return err
+	}, batteries.Resources(batteries.Options{})...))
 }
 
 // fast are election durations short enough for a test: a Lease that
 // holds 4 s, renewed every 500 ms.
 func fast(id string) controllers.Config {
 	return controllers.Config{
-		Config: srv.InProcessConfig(), Elect: true, Identity: id,
+		Config: srv.PipeConfig(), Elect: true, Identity: id,
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	}
 }
@@ -240,10 +224,10 @@ func TestOwnLeaseTakenAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := controllers.Config{Config: srv.InProcessConfig(), Elect: true, Identity: "y"}
+	other := controllers.Config{Config: srv.PipeConfig(), Elect: true, Identity: "y"}
 	start(t, other, p.controller())
 	began := time.Now()
-	stopX := start(t, controllers.Config{Config: srv.InProcessConfig(), Elect: true, Identity: "x"}, p.controller())
+	stopX := start(t, controllers.Config{Config: srv.PipeConfig(), Elect: true, Identity: "x"}, p.controller())
 	if got := waitStart(t, p, 5*time.Second); got != "x" {
 		t.Fatalf("%q started, want x", got)
 	}
@@ -269,7 +253,7 @@ func TestOwnLeaseTakenAtOnce(t *testing.T) {
 // Runner's identity, and no Lease is written; it stops with the Runner.
 func TestWithoutElection(t *testing.T) {
 	p := newProbe(t)
-	stop := start(t, controllers.Config{Config: srv.InProcessConfig(), Identity: "alone"}, p.controller())
+	stop := start(t, controllers.Config{Config: srv.PipeConfig(), Identity: "alone"}, p.controller())
 	if got := waitStart(t, p, 5*time.Second); got != "alone" {
 		t.Fatalf("identity %q, want alone", got)
 	}
@@ -392,19 +376,19 @@ func TestHold(t *testing.T) {
 // controllers.
 func TestNewRunnerRefuses(t *testing.T) {
 	run := func(context.Context, *rest.Config) error { return nil }
-	good := controllers.Config{Config: srv.InProcessConfig(), Elect: true, Identity: "i"}
+	good := controllers.Config{Config: srv.PipeConfig(), Elect: true, Identity: "i"}
 	for _, tc := range []struct {
 		name string
 		cfg  controllers.Config
 		cs   []controllers.Controller
 	}{
 		{"no rest.Config", controllers.Config{Identity: "i"}, nil},
-		{"Elect without identity", controllers.Config{Config: srv.InProcessConfig(), Elect: true}, nil},
+		{"Elect without identity", controllers.Config{Config: srv.PipeConfig(), Elect: true}, nil},
 		{"name not a DNS label", good, []controllers.Controller{{Name: "Not_A_Label", Run: run}}},
 		{"empty name", good, []controllers.Controller{{Run: run}}},
 		{"no Run", good, []controllers.Controller{{Name: "x"}}},
 		{"two of one name", good, []controllers.Controller{{Name: "x", Run: run}, {Name: "x", Run: run}}},
-		{"renew deadline not below the lease duration", controllers.Config{Config: srv.InProcessConfig(), Elect: true, Identity: "i", LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, nil},
+		{"renew deadline not below the lease duration", controllers.Config{Config: srv.PipeConfig(), Elect: true, Identity: "i", LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second}, nil},
 	} {
 		if _, err := controllers.NewRunner(tc.cfg, tc.cs...); err == nil {
 			t.Errorf("%s: no error", tc.name)

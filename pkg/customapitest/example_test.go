@@ -18,7 +18,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // ExampleNewServer starts a whole customapi API server serving
@@ -65,14 +65,14 @@ func ExampleNewServer() {
 	// got: web replicas 2
 }
 
-// ExampleServer_InProcessConfig serves CustomResourceDefinitions beside
+// ExampleServer_PipeConfig serves CustomResourceDefinitions beside
 // the Go types, installs one over HTTPS, and writes its custom resources
 // through the in-process door (the server's handler chain over memory): a
 // default is applied, and the CRD's CEL rule refuses a value with 422.
-func ExampleServer_InProcessConfig() {
+func ExampleServer_PipeConfig() {
 	ctx := context.Background()
 	srv, err := customapitest.NewServer(customapitest.Options{
-		Configure: func(o *server.Options) { o.CustomResourceDefinitions = true },
+		Configure: func(o *options.ServerOptions) { o.CustomResourceDefinitions = true },
 	}, install.Customs)
 	if err != nil {
 		log.Fatal(err)
@@ -109,7 +109,7 @@ spec:
 		log.Fatal(err)
 	}
 
-	inproc, err := dynamic.NewForConfig(srv.InProcessConfig())
+	inproc, err := dynamic.NewForConfig(srv.PipeConfig())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
@@ -28,7 +29,7 @@ const readyTimeout = 60 * time.Second
 type Options struct {
 	// Configure, if not nil, changes the server's options (flags) before
 	// the server is built.
-	Configure func(*server.Options)
+	Configure func(*options.ServerOptions)
 }
 
 // Server is a customapi API server for tests, like httptest.Server: it
@@ -85,9 +86,9 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 		return nil, err
 	}
 	s.cleanup = append(s.cleanup, rm)
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	o.DataDir = dir
-	o.EtcdUnsafeNoFsync = true
+	o.Storage.EtcdUnsafeNoFsync = true
 	if cfg, ok := externalEtcd(); ok {
 		prefix, err := newPrefix()
 		if err != nil {
@@ -111,7 +112,7 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 		return nil, fmt.Errorf("server config: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, cfg.Complete(), resources...)
+	srv, err := server.New(ctx, cfg, resources...)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -157,11 +158,11 @@ func NewServer(opts Options, resources ...resource.Resource) (_ *Server, err err
 // are what HTTP clients read.
 func (s *Server) Registry() *registry.Registry { return s.srv.Registry() }
 
-// InProcessConfig is the server's in-process HTTP door
-// (server.Server.InProcessConfig): its whole handler chain over in-memory
+// PipeConfig is the server's in-process HTTP door
+// (server.Server.PipeConfig): its whole handler chain over in-memory
 // connections, as the program itself or the user of each request's
 // context.
-func (s *Server) InProcessConfig() *rest.Config { return s.srv.InProcessConfig() }
+func (s *Server) PipeConfig() *rest.Config { return s.srv.PipeConfig() }
 
 // Close stops the server, waits until it has stopped, deletes its key
 // prefix on an external etcd and removes its data dir. It returns the
@@ -200,7 +201,7 @@ func Start(tb testing.TB, resources ...resource.Resource) *Server {
 
 // StartWithOptions is Start with configure, if not nil, changing the
 // server's options (flags) before the server is built.
-func StartWithOptions(tb testing.TB, configure func(*server.Options), resources ...resource.Resource) *Server {
+func StartWithOptions(tb testing.TB, configure func(*options.ServerOptions), resources ...resource.Resource) *Server {
 	tb.Helper()
 	s, err := NewServer(Options{Configure: configure}, resources...)
 	if err != nil {

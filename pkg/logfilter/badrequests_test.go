@@ -35,7 +35,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/logfilter"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // serverLog is the log of the process as `customapi serve` writes it to
@@ -43,7 +43,7 @@ import (
 var serverLog = &logRecorder{}
 
 func TestMain(m *testing.M) {
-	if err := logfilter.Apply(logs.NewOptions(), serverLog, os.Stdout, server.DefaultRequestTimeout); err != nil {
+	if err := logfilter.Apply(logs.NewOptions(), serverLog, os.Stdout, options.DefaultRequestTimeout); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -403,7 +403,7 @@ func selfSignedClientCertificate(t *testing.T) tls.Certificate {
 func TestServerTimeoutStaysAnError(t *testing.T) {
 	const requestTimeout = 200 * time.Millisecond
 	logfilter.InstallUnhandledErrorHandler(requestTimeout)
-	t.Cleanup(func() { logfilter.InstallUnhandledErrorHandler(server.DefaultRequestTimeout) })
+	t.Cleanup(func() { logfilter.InstallUnhandledErrorHandler(options.DefaultRequestTimeout) })
 	out := &logRecorder{}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(logfilter.ClientErrorVerbosity)))
 

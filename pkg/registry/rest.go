@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,18 +18,62 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/customapi/customapi/internal/restaccess"
 	"github.com/customapi/customapi/pkg/resource"
 )
 
-// restStorage returns what an API server installs for the resource: the
-// main resource under its plural name; with a status subresource,
-// "<plural>/status", which only gets, updates and patches; and
-// "<plural>/<name>" for each of the declaration's Subresources, which only
-// update and patch. It is unexported, and reached by the HTTP server only
-// through internal/restaccess, because a write through the returned storage
-// skips the in-process request layer (managedFields, option validation):
-// the storage is for installing into an API group, not for writing.
+// APIGroup is one API group of a registry as an HTTP server installs it
+// (k8s.io/apiserver's APIGroupInfo): its kinds and their REST storage.
+// Writes through Storage skip the in-process request layer
+// (managedFields, option validation, audit), which k8s.io/apiserver's
+// handlers do for HTTP themselves: it is for installing into an API
+// server, not for writing.
+type APIGroup struct {
+	// Name is the group's name; "" is the core group.
+	Name string
+	// Resources are the group's resources, one per served version
+	// (resource.InEveryVersion).
+	Resources []resource.Resource
+	// Storage is, per served version, what the API server installs at
+	// each path below the version: the resource's plural with the
+	// storage version's store (the handlers convert every request through
+	// it); with a status subresource, "<plural>/status", which only gets,
+	// updates and patches; and "<plural>/<name>" for each of the
+	// declaration's Subresources, which only update and patch.
+	Storage map[string]map[string]rest.Storage
+}
+
+// APIGroups returns the registry's resources as API groups, sorted by
+// name (the core group first).
+func (r *Registry) APIGroups() []APIGroup {
+	byName := map[string]*APIGroup{}
+	var names []string
+	for _, res := range resource.InEveryVersion(r.resources...) {
+		name, v := res.GroupVersionKind.Group, res.GroupVersionKind.Version
+		g, ok := byName[name]
+		if !ok {
+			g = &APIGroup{Name: name, Storage: map[string]map[string]rest.Storage{}}
+			byName[name] = g
+			names = append(names, name)
+		}
+		g.Resources = append(g.Resources, res)
+		if g.Storage[v] == nil {
+			g.Storage[v] = map[string]rest.Storage{}
+		}
+		st, ok := r.stores[res.GroupVersionResource()]
+		if !ok {
+			continue
+		}
+		maps.Copy(g.Storage[v], st.restStorage())
+	}
+	slices.Sort(names)
+	out := make([]APIGroup, 0, len(names))
+	for _, n := range names {
+		out = append(out, *byName[n])
+	}
+	return out
+}
+
+// restStorage is the resource's storage of APIGroup.Storage.
 func (s *Store) restStorage() map[string]rest.Storage {
 	out := map[string]rest.Storage{s.res.Plural: s.mainREST()}
 	if st := s.statusREST(); st != nil {
@@ -37,10 +83,6 @@ func (s *Store) restStorage() map[string]rest.Storage {
 		out[s.res.Plural+"/"+name] = &subresourceREST{store: sub}
 	}
 	return out
-}
-
-func init() {
-	restaccess.SetRESTStorage(func(store any) map[string]rest.Storage { return store.(*Store).restStorage() })
 }
 
 func (s *Store) mainREST() *mainREST {

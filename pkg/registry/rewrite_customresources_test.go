@@ -20,7 +20,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
 )
 
@@ -62,7 +62,7 @@ func crEncryptionConfig(providers ...string) string {
 // TestRewriteStorageCustomResources: a CustomResourceDefinition and one
 // of its objects written by a server in one storage encoding (and
 // encryption key) are rewritten by RewriteStorage on the registry
-// `customapi storage rewrite` opens (server.Options.OpenRegistry) with the
+// `customapi storage rewrite` opens (options.ServerOptions.OpenRegistry) with the
 // other encoding (and a new primary key); a second run finds them
 // current; `storage migrate` (VersionsOnly) names the
 // CustomResourceDefinitions only; a server started with the new
@@ -99,7 +99,7 @@ func TestRewriteStorageCustomResources(t *testing.T) {
 			const prefix = "/crrewrite"
 			// The batteries have protobuf marshallers.
 			resources := batteries.Resources(batteries.Options{})
-			configure := func(mediaType string, providers []string) func(*server.Options) {
+			configure := func(mediaType string, providers []string) func(*options.ServerOptions) {
 				path := ""
 				if providers != nil {
 					path = filepath.Join(t.TempDir(), "encryption.yaml")
@@ -107,12 +107,12 @@ func TestRewriteStorageCustomResources(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				return func(o *server.Options) {
+				return func(o *options.ServerOptions) {
 					o.CustomResourceDefinitions = true
 					o.SetEtcd(cfg)
 					o.Storage.Prefix = prefix
 					o.Storage.MediaType = mediaType
-					o.Encryption.ProviderConfigFile = path
+					o.Storage.Encryption.ProviderConfigFile = path
 				}
 			}
 
@@ -155,10 +155,10 @@ func TestRewriteStorageCustomResources(t *testing.T) {
 			// customapi storage rewrite's registry, with the new encoding.
 			rewriteOnce := func(versionsOnly bool) rewrite.Report {
 				t.Helper()
-				o := server.NewOptions()
+				o := options.NewServerOptions()
 				o.DataDir = t.TempDir()
-				o.WatchCache = false
-				o.Authorization.Mode = server.AuthorizationRBAC
+				o.Storage.WatchCache = false
+				o.Authorization.Mode = options.AuthorizationRBAC
 				configure(tc.to, tc.keysNow)(o)
 				reg, release, err := o.OpenRegistry(t.Context(), resources...)
 				if err != nil {

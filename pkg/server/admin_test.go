@@ -30,8 +30,8 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/rbac"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // as sends r with the bearer token (none if empty) on a connection of its
@@ -74,8 +74,8 @@ func whoami(t *testing.T, c kubernetes.Interface) (string, []string) {
 // RBAC refuses it, while the super-admin (system:masters) is still allowed
 // and can restore the binding. Both kubeconfigs are written, mode 0600.
 func TestAdminIsSubjectToRBAC(t *testing.T) {
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 	}, install.Customs)
 	ctx := t.Context()
 	admin := clientsetFor(t, s, s.Config.BearerToken)
@@ -146,9 +146,9 @@ func waitCode(t *testing.T, s *customapitest.Server, token string, r request, wa
 // added; deleting the admin's line rotates it into an ordinary admin. A new
 // data dir gets both lines.
 func TestAdminTokensOfExistingDataDir(t *testing.T) {
-	config := func(t *testing.T, dir string) *server.Config {
+	config := func(t *testing.T, dir string) *options.Config {
 		t.Helper()
-		o := server.NewOptions()
+		o := options.NewServerOptions()
 		o.DataDir, o.Serving.SecurePort = dir, 0
 		cfg, err := o.Config()
 		if err != nil {
@@ -213,9 +213,9 @@ func TestLegacyAdminKeepsAccess(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(`0123456789abcdef,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.DataDir = dir
-		o.Authorization.Mode = server.AuthorizationRBAC
+		o.Authorization.Mode = options.AuthorizationRBAC
 	}, install.Customs)
 	if s.Config.BearerToken != "0123456789abcdef" {
 		t.Fatalf("admin token %q, want the old one", s.Config.BearerToken)
@@ -291,8 +291,8 @@ func (w *blockingWebhook) kubeconfig(t *testing.T, dir string) string {
 // Once released, the held requests succeed.
 func TestMaxInFlightLimitsAdmin(t *testing.T) {
 	wh := newBlockingWebhook(t)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationWebhook
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationWebhook
 		o.Authorization.WebhookConfigFile = wh.kubeconfig(t, t.TempDir())
 		o.Limits.MaxRequestsInFlight = 2
 		o.Limits.MaxMutatingRequestsInFlight = 1
@@ -395,8 +395,8 @@ func writeTokens(t *testing.T, lines string) string {
 // whole limit, so it can always run alone).
 func TestListSeats(t *testing.T) {
 	wh := newBlockingWebhook(t)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationWebhook
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationWebhook
 		o.Authorization.WebhookConfigFile = wh.kubeconfig(t, t.TempDir())
 		o.Limits.MaxRequestsInFlight = 10
 		o.Limits.CountPollPeriod = 100 * time.Millisecond

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
@@ -39,51 +41,51 @@ func TestAdmissionOptionsValidate(t *testing.T) {
 	mine := resource.AdmissionPlugin{Name: "OwnerLabel", Plugin: k8sadmission.NewHandler(k8sadmission.Create)}
 	for _, tc := range []struct {
 		name string
-		set  func(*server.AdmissionOptions)
+		set  func(*options.AdmissionOptions)
 		want string // "": valid
 	}{
-		{"zero", func(*server.AdmissionOptions) {}, ""},
-		{"kube names", func(o *server.AdmissionOptions) {
+		{"zero", func(*options.AdmissionOptions) {}, ""},
+		{"kube names", func(o *options.AdmissionOptions) {
 			o.DisablePlugins = []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
 		}, ""},
-		{"enable default-on", func(o *server.AdmissionOptions) {
+		{"enable default-on", func(o *options.AdmissionOptions) {
 			o.EnablePlugins = []string{"ValidatingAdmissionWebhook", "ResourceAdmit"}
 		}, ""},
-		{"go plugin", func(o *server.AdmissionOptions) {
+		{"go plugin", func(o *options.AdmissionOptions) {
 			o.Plugins = []resource.AdmissionPlugin{mine}
 			o.DisablePlugins = []string{"OwnerLabel"}
 		}, ""},
-		{"service resolution", func(o *server.AdmissionOptions) {
+		{"service resolution", func(o *options.AdmissionOptions) {
 			o.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:9443", "webhooks/other": "hooks.example.com"}
 		}, ""},
-		{"unknown disable", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"PodSecurity"} },
+		{"unknown disable", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"PodSecurity"} },
 			`--disable-admission-plugins: unknown admission plugin "PodSecurity" (known: NamespaceLifecycle, OwnerReferencesPermissionEnforcement, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)`},
-		{"unknown enable", func(o *server.AdmissionOptions) { o.EnablePlugins = []string{"AlwaysDeny"} },
+		{"unknown enable", func(o *options.AdmissionOptions) { o.EnablePlugins = []string{"AlwaysDeny"} },
 			`--enable-admission-plugins: unknown admission plugin "AlwaysDeny"`},
-		{"case matters", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"namespacelifecycle"} },
+		{"case matters", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"namespacelifecycle"} },
 			`unknown admission plugin "namespacelifecycle"`},
-		{"go plugin not given", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"OwnerLabel"} },
+		{"go plugin not given", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"OwnerLabel"} },
 			`unknown admission plugin "OwnerLabel"`},
-		{"resource admit", func(o *server.AdmissionOptions) { o.DisablePlugins = []string{"ResourceAdmit"} },
+		{"resource admit", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"ResourceAdmit"} },
 			"--disable-admission-plugins: ResourceAdmit cannot be disabled"},
-		{"both", func(o *server.AdmissionOptions) {
+		{"both", func(o *options.AdmissionOptions) {
 			o.EnablePlugins = []string{"ValidatingAdmissionWebhook"}
 			o.DisablePlugins = []string{"ValidatingAdmissionWebhook"}
 		}, "--enable-admission-plugins and --disable-admission-plugins both name ValidatingAdmissionWebhook"},
-		{"config file", func(o *server.AdmissionOptions) { o.ConfigFile = filepath.Join(t.TempDir(), "missing.yaml") },
+		{"config file", func(o *options.AdmissionOptions) { o.ConfigFile = filepath.Join(t.TempDir(), "missing.yaml") },
 			"--admission-control-config-file: stat "},
-		{"bad service", func(o *server.AdmissionOptions) { o.ServiceResolution = map[string]string{"deny": "127.0.0.1:9443"} },
+		{"bad service", func(o *options.AdmissionOptions) { o.ServiceResolution = map[string]string{"deny": "127.0.0.1:9443"} },
 			`--webhook-service-resolution: deny=127.0.0.1:9443: the service must be "namespace/name"`},
-		{"bad address", func(o *server.AdmissionOptions) {
+		{"bad address", func(o *options.AdmissionOptions) {
 			o.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:99999"}
 		},
 			`--webhook-service-resolution: webhooks/deny=127.0.0.1:99999: port "99999" must be a number in 1..65535`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.DataDir = t.TempDir()
 			tc.set(&o.Admission)
-			err := o.Validate()
+			err := errors.Join(o.Validate()...)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
@@ -100,7 +102,7 @@ func TestAdmissionOptionsValidate(t *testing.T) {
 // TestAdmissionFlags: serve's admission flags have kube-apiserver's names
 // and fill the options.
 func TestAdmissionFlags(t *testing.T) {
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{
@@ -121,7 +123,7 @@ func TestAdmissionFlags(t *testing.T) {
 // admissionServer starts a server of the batteries (namespaces and the
 // admissionregistration kinds included) and customs, with configure's
 // options, and returns it with a clientset of its admin.
-func admissionServer(t *testing.T, configure func(*server.Options)) (*customapitest.Server, kubernetes.Interface) {
+func admissionServer(t *testing.T, configure func(*options.ServerOptions)) (*customapitest.Server, kubernetes.Interface) {
 	t.Helper()
 	s := customapitest.StartWithOptions(t, configure, append(batteries.Resources(batteries.Options{}), install.Customs)...)
 	cs, err := kubernetes.NewForConfig(s.Config)
@@ -251,7 +253,7 @@ func TestWebhookServiceResolution(t *testing.T) {
 	t.Cleanup(hook.Close)
 	addr := strings.TrimPrefix(hook.URL, "https://")
 
-	s, cs := admissionServer(t, func(o *server.Options) {
+	s, cs := admissionServer(t, func(o *options.ServerOptions) {
 		o.Admission.ServiceResolution = map[string]string{svcNS + "/" + svcName: addr}
 	})
 	ctx := t.Context()
@@ -313,7 +315,7 @@ plugins:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	o.DataDir = t.TempDir()
 	o.Serving.SecurePort = 0
 	o.Admission.ConfigFile = p
@@ -321,7 +323,7 @@ plugins:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = server.New(t.Context(), cfg.Complete(), batteries.Resources(batteries.Options{})...)
+	_, err = server.New(t.Context(), cfg, batteries.Resources(batteries.Options{})...)
 	if err == nil || !strings.Contains(err.Error(), `"ValidatingAdmissionWebhook"`) || !strings.Contains(err.Error(), "must be an absolute file path") {
 		t.Fatalf("New: %v, want the plugin's refusal", err)
 	}

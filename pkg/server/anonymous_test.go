@@ -8,7 +8,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // Anonymous clients get the probes and /version, nothing else.
@@ -62,7 +62,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // keeps one connection for all its requests, probes included.
 func TestAuthenticatedClientKeepsItsConnection(t *testing.T) {
 	var counter *countingListener
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		counter = &countingListener{Listener: o.Serving.Listener}
 		o.Serving.Listener = counter
 	}, install.Customs)

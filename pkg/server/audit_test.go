@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,8 +35,8 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // a1Policy is the audit policy of "who deleted it?" (docs/serving.md, "Audit").
@@ -203,7 +204,7 @@ func TestAuditCaseA1(t *testing.T) {
 	logPath := filepath.Join(dir, "audit", "audit.log")
 	tokens := writeFile(t, dir, "tokens.csv", "alice-token,alice,alice-uid,\"devs\"\n")
 	policyFile := writeFile(t, dir, "policy.yaml", a1Policy)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Authentication.TokenAuthFile = tokens
 		o.Audit.PolicyFile = policyFile
 		o.Audit.LogOptions.Path = logPath
@@ -463,10 +464,10 @@ current-context: audit
 	for _, tc := range []struct {
 		name      string
 		plugin    string
-		configure func(o *server.Options)
+		configure func(o *options.ServerOptions)
 	}{
-		{"log on a full disk", "log", func(o *server.Options) { o.Audit.LogOptions.Path = "/dev/full" }},
-		{"webhook down in batch mode", "webhook", func(o *server.Options) {
+		{"log on a full disk", "log", func(o *options.ServerOptions) { o.Audit.LogOptions.Path = "/dev/full" }},
+		{"webhook down in batch mode", "webhook", func(o *options.ServerOptions) {
 			o.Audit.WebhookOptions.ConfigFile = webhookConfig
 			o.Audit.WebhookOptions.InitialBackoff = 10 * time.Millisecond
 			o.Audit.WebhookOptions.BatchOptions.BatchConfig.MaxBatchWait = 20 * time.Millisecond
@@ -480,7 +481,7 @@ current-context: audit
 				}
 			}
 			logs := captureKlog(t)
-			s := customapitest.StartWithOptions(t, func(o *server.Options) {
+			s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 				o.Audit.PolicyFile = policyFile
 				tc.configure(o)
 			}, install.Customs)
@@ -516,28 +517,28 @@ func TestAuditOptionsValidate(t *testing.T) {
 	bad := writeFile(t, dir, "bad.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
 	for _, tc := range []struct {
 		name      string
-		configure func(o *server.Options)
+		configure func(o *options.ServerOptions)
 		want      string // "" valid
 	}{
-		{"off", func(*server.Options) {}, ""},
-		{"policy and log", func(o *server.Options) {
+		{"off", func(*options.ServerOptions) {}, ""},
+		{"policy and log", func(o *options.ServerOptions) {
 			o.Audit.PolicyFile, o.Audit.LogOptions.Path = good, filepath.Join(dir, "a.log")
 		}, ""},
-		{"log without policy", func(o *server.Options) { o.Audit.LogOptions.Path = filepath.Join(dir, "a.log") }, "need --audit-policy-file"},
-		{"missing policy", func(o *server.Options) { o.Audit.PolicyFile = filepath.Join(dir, "nope.yaml") }, "nope.yaml"},
-		{"invalid policy", func(o *server.Options) { o.Audit.PolicyFile = bad }, "bad.yaml"},
-		{"bad format", func(o *server.Options) {
+		{"log without policy", func(o *options.ServerOptions) { o.Audit.LogOptions.Path = filepath.Join(dir, "a.log") }, "need --audit-policy-file"},
+		{"missing policy", func(o *options.ServerOptions) { o.Audit.PolicyFile = filepath.Join(dir, "nope.yaml") }, "nope.yaml"},
+		{"invalid policy", func(o *options.ServerOptions) { o.Audit.PolicyFile = bad }, "bad.yaml"},
+		{"bad format", func(o *options.ServerOptions) {
 			o.Audit.PolicyFile, o.Audit.LogOptions.Path, o.Audit.LogOptions.Format = good, filepath.Join(dir, "a.log"), "xml"
 		}, "invalid audit log format"},
-		{"missing webhook config", func(o *server.Options) {
+		{"missing webhook config", func(o *options.ServerOptions) {
 			o.Audit.PolicyFile, o.Audit.WebhookOptions.ConfigFile = good, filepath.Join(dir, "none.kubeconfig")
 		}, "--audit-webhook-config-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.DataDir = dir
 			tc.configure(o)
-			err := o.Validate()
+			err := errors.Join(o.Validate()...)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Validate: %v", err)
@@ -556,8 +557,8 @@ func TestAuditServerWritesNameTheServer(t *testing.T) {
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "audit.log")
 	policyFile := writeFile(t, dir, "policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
-	customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.Audit.PolicyFile = policyFile
 		o.Audit.LogOptions.Path = logPath
 		o.Audit.LogOptions.BatchOptions.Mode = "blocking"

@@ -1,15 +1,10 @@
 package server_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,10 +17,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/customapi/customapi/internal/pki"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // get sends GET path with the given bearer token (none if empty) and client
@@ -61,7 +57,7 @@ func TestAuthentication(t *testing.T) {
 	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Authentication.TokenAuthFile = tokens
 		o.Authentication.ClientCAFile = caFile
 	}, install.Customs)
@@ -121,9 +117,9 @@ func TestWebhookAuthorization(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice\nbob-token,bob,bob\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Authentication.TokenAuthFile = tokens
-		o.Authorization.Mode = server.AuthorizationWebhook
+		o.Authorization.Mode = options.AuthorizationWebhook
 		o.Authorization.WebhookConfigFile = webhookConfig
 	}, install.Customs)
 
@@ -193,7 +189,7 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		ec := e.ClientConfig()
 		o.SetEtcd(ec)
 	}, install.Customs)
@@ -210,31 +206,13 @@ func TestReadyzFollowsEtcd(t *testing.T) {
 // signed for user and group.
 func clientCA(t *testing.T, user, group string) ([]byte, tls.Certificate) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA(pki.Spec{CommonName: "test-client-ca", Validity: time.Hour, Backdate: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-client-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	leaf, err := ca.IssueClient(pki.Spec{CommonName: user, Organizations: []string{group}, Validity: time.Hour, Backdate: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: user, Organization: []string{group}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return ca.CertPEM(), tls.Certificate{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key}
 }

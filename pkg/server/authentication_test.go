@@ -35,7 +35,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // oidcIssuer is a loopback OpenID Connect issuer: an httptest TLS server
@@ -248,8 +248,8 @@ func TestStructuredAuthenticationJWT(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "authn.yaml")
 	writeAtomic(t, file, authnConfig(t, nil, jwtIssuer(iss, "oidc:")))
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.Authentication.ConfigFile = file
 	}, install.Customs)
 	ctx := t.Context()
@@ -447,8 +447,8 @@ func TestStructuredAuthenticationInvalidFile(t *testing.T) {
 		{name: "egress selector", data: authnConfig(t, nil, with(func(j map[string]any) { j["issuer"].(map[string]any)["egressSelectorType"] = "controlplane" })), want: "jwt[0].issuer.egressSelectorType"},
 		{name: "duplicate issuer", data: authnConfig(t, nil, good, good), want: "jwt[1].issuer.url: Duplicate value"},
 		{name: "anonymous conditions while disabled", data: authnConfig(t, map[string]any{"enabled": false, "conditions": []map[string]any{{"path": "/livez"}}}), want: "anonymous.conditions"},
-		{name: "anonymous everywhere with AlwaysAllow", modes: server.AuthorizationAlwaysAllow, data: authnConfig(t, map[string]any{"enabled": true}), want: "anonymous.enabled: Forbidden"},
-		{name: "anonymous on /apis with AlwaysAllow", modes: server.AuthorizationAlwaysAllow, data: authnConfig(t, map[string]any{"enabled": true, "conditions": []map[string]any{{"path": "/livez"}, {"path": "/apis"}}}), want: "anonymous.conditions[1].path: Forbidden"},
+		{name: "anonymous everywhere with AlwaysAllow", modes: options.AuthorizationAlwaysAllow, data: authnConfig(t, map[string]any{"enabled": true}), want: "anonymous.enabled: Forbidden"},
+		{name: "anonymous on /apis with AlwaysAllow", modes: options.AuthorizationAlwaysAllow, data: authnConfig(t, map[string]any{"enabled": true, "conditions": []map[string]any{{"path": "/livez"}, {"path": "/apis"}}}), want: "anonymous.conditions[1].path: Forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
@@ -457,9 +457,9 @@ func TestStructuredAuthenticationInvalidFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.DataDir = t.TempDir()
-			o.Authorization.Mode = server.AuthorizationRBAC
+			o.Authorization.Mode = options.AuthorizationRBAC
 			if tc.modes != "" {
 				o.Authorization.Mode = tc.modes
 			}
@@ -483,9 +483,9 @@ func TestStructuredAuthenticationInvalidFile(t *testing.T) {
 	// The anonymous section on probe paths is fine with AlwaysAllow.
 	file := filepath.Join(t.TempDir(), "authn.yaml")
 	writeAtomic(t, file, authnConfig(t, map[string]any{"enabled": true, "conditions": []map[string]any{{"path": "/livez"}, {"path": "/readyz"}}}))
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	o.Authentication.ConfigFile = file
-	if err := o.Validate(); err != nil {
+	if err := errors.Join(o.Validate()...); err != nil {
 		t.Fatalf("anonymous probes with AlwaysAllow: %v", err)
 	}
 }
@@ -508,8 +508,8 @@ func TestStructuredAuthenticationAnonymous(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
 			writeAtomic(t, file, authnConfig(t, tc.anonymous))
-			s := customapitest.StartWithOptions(t, func(o *server.Options) {
-				o.Authorization.Mode = server.AuthorizationRBAC
+			s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+				o.Authorization.Mode = options.AuthorizationRBAC
 				o.Authentication.ConfigFile = file
 			}, install.Customs)
 			for path, want := range tc.want {
@@ -548,10 +548,10 @@ func TestStructuredAuthenticationDocExamples(t *testing.T) {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
 			writeAtomic(t, file, []byte(block))
-			o := server.NewOptions()
-			o.Authorization.Mode = server.AuthorizationRBAC
+			o := options.NewServerOptions()
+			o.Authorization.Mode = options.AuthorizationRBAC
 			o.Authentication.ConfigFile = file
-			if err := o.Validate(); err != nil {
+			if err := errors.Join(o.Validate()...); err != nil {
 				t.Fatalf("the example is refused: %v\n%s", err, block)
 			}
 		})

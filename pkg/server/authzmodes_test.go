@@ -1,12 +1,13 @@
 package server_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // TestAuthorizationModeValidation: --authorization-mode is kube-apiserver's comma-separated list.
@@ -29,10 +30,10 @@ func TestAuthorizationModeValidation(t *testing.T) {
 		{mode: "RBAC,", wantErr: `"" is not one of`},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.DataDir = t.TempDir()
 			o.Authorization.Mode, o.Authorization.WebhookConfigFile = tc.mode, tc.webhookFile
-			err := o.Validate()
+			err := errors.Join(o.Validate()...)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("Validate: %v", err)

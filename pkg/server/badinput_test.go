@@ -25,7 +25,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 const (
@@ -272,7 +272,7 @@ func TestMalformedChunkedBody(t *testing.T) {
 // HTTP/1.1 and HTTP/2; a watch (no body) outlives the deadline.
 func TestRequestBodyDeadline(t *testing.T) {
 	const deadline = time.Second
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.RequestBodyTimeout = deadline }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.Limits.RequestBodyTimeout = deadline }, install.Customs)
 	e := ownEnv(s)
 	before := e.snapshot(t)
 	body := objTrickle(e.customs())

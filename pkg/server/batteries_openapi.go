@@ -1,7 +1,6 @@
 package server
 
 import (
-	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
 	"k8s.io/kube-openapi/pkg/common"
 
 	"github.com/customapi/customapi/pkg/generated/openapi/builtin"
@@ -22,11 +21,4 @@ func definitionsWithBuiltins(resources []resource.Resource) common.GetOpenAPIDef
 	all := make([]resource.Resource, 0, len(resources)+1)
 	all = append(all, resource.Resource{OpenAPIDefinitions: builtinDefinitions})
 	return resource.OpenAPIDefinitionsOf(append(all, resources...)...)
-}
-
-// withCRDDefinitions returns defs with the OpenAPI definitions of
-// apiextensions.k8s.io (k8s.io/apiextensions-apiserver's generated ones)
-// under them: defs win where both define a model (meta/v1's).
-func withCRDDefinitions(defs common.GetOpenAPIDefinitions) common.GetOpenAPIDefinitions {
-	return resource.OpenAPIDefinitionsOf(resource.Resource{OpenAPIDefinitions: apiextensionsopenapi.GetOpenAPIDefinitions}, resource.Resource{OpenAPIDefinitions: defs})
 }

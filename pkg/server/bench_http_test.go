@@ -19,7 +19,7 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 const benchWorkers = 16
@@ -35,7 +35,7 @@ func BenchmarkHTTPCreate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.Close)
-	s := customapitest.StartWithOptions(b, func(o *server.Options) {
+	s := customapitest.StartWithOptions(b, func(o *options.ServerOptions) {
 		ec := e.ClientConfig()
 		o.SetEtcd(ec)
 	}, install.Customs)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // TestSlowBodyIs408NotTimeout: a body that never
@@ -34,9 +34,9 @@ func TestSlowBodyIs408NotTimeout(t *testing.T) {
 		{"?timeout= shorter than both", time.Minute, time.Minute, "?timeout=1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := customapitest.StartWithOptions(t, func(o *server.Options) {
-				o.RequestBodyTimeout = tc.bodyTimeout
-				o.RequestTimeout = tc.reqTimeout
+			s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+				o.Limits.RequestBodyTimeout = tc.bodyTimeout
+				o.Limits.RequestTimeout = tc.reqTimeout
 			}, install.Customs)
 			e := ownEnv(s)
 			body := objTrickle(e.customs())

@@ -15,7 +15,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -65,7 +65,7 @@ func getJSON(t *testing.T, s *customapitest.Server, path string, out any) int {
 // (the lazily built static document is filled before the merge); once
 // the CRD is deleted, both forget it.
 func TestCRDGroupInDiscoveryAndOpenAPI(t *testing.T) {
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.CustomResourceDefinitions = true }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.CustomResourceDefinitions = true }, install.Customs)
 	if _, err := s.Dynamic.Resource(crdsGVR).Create(t.Context(), gadgetCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage/rewrite"
@@ -63,14 +64,14 @@ type encryptedServer struct {
 // serveEncrypted builds and runs a server of the batteries and customs with
 // o, waits until it is ready and stops it at the end of the test (or
 // earlier with stop).
-func serveEncrypted(t *testing.T, o *server.Options) *encryptedServer {
+func serveEncrypted(t *testing.T, o *options.ServerOptions) *encryptedServer {
 	t.Helper()
 	cfg, err := o.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	srv, err := server.New(t.Context(), cfg.Complete(), resources...)
+	srv, err := server.New(t.Context(), cfg, resources...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestSecretsEncryptedByDefault(t *testing.T) {
 func TestSecretsEncryptionOptOut(t *testing.T) {
 	dir := t.TempDir()
 	o := lifecycleOptions(dir)
-	o.Encryption.SecretsEncryption = false
+	o.Storage.Encryption.SecretsEncryption = false
 	s := serveEncrypted(t, o)
 	s.createSecret(t, "default", "plain", "visible", true)
 	if raw := rawSecrets(t, s.srv.Registry()); !bytes.HasPrefix(raw["/registry/secrets/default/plain"], []byte("{")) {
@@ -273,7 +274,7 @@ func TestSecretsEncryptionOptOut(t *testing.T) {
 	s.stop(t)
 
 	o = lifecycleOptions(dir)
-	o.Encryption.SecretsEncryption = false
+	o.Storage.Encryption.SecretsEncryption = false
 	_, err := o.Config()
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, datadir.EncryptionConfigFile)) {
 		t.Fatalf("opt-out with a key: %v; want a refusal naming the file", err)
@@ -291,10 +292,10 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(t.TempDir(), "encryption.yaml")
 	writeAtomic(t, path, []byte(encConfig(aescbcKey("A", encKeyA), identityLast)))
-	options := func(reload bool) *server.Options {
+	options := func(reload bool) *options.ServerOptions {
 		o := lifecycleOptions(dir)
-		o.Encryption.ProviderConfigFile = path
-		o.Encryption.AutomaticReload = reload
+		o.Storage.Encryption.ProviderConfigFile = path
+		o.Storage.Encryption.AutomaticReload = reload
 		return o
 	}
 	s := serveEncrypted(t, options(true))
@@ -396,14 +397,12 @@ func TestEncryptionConfigInvalid(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "encryption.yaml")
 			writeAtomic(t, path, []byte(tc.content))
 			o := lifecycleOptions(dir)
-			o.Encryption.ProviderConfigFile = path
-			cfg, err := o.Config()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = server.New(t.Context(), cfg.Complete(), batteries.Resources(batteries.Options{})...)
+			o.Storage.Encryption.ProviderConfigFile = path
+			// Config loads the encryption configuration: the start is
+			// refused before etcd is opened.
+			_, err := o.Config()
 			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("New: %v; want an error naming %s and %q", err, path, tc.want)
+				t.Fatalf("Config: %v; want an error naming %s and %q", err, path, tc.want)
 			}
 			t.Logf("start refused: %v", err)
 			_, _, err = o.OpenRegistry(t.Context(), batteries.Resources(batteries.Options{})...)
@@ -416,7 +415,7 @@ func TestEncryptionConfigInvalid(t *testing.T) {
 		})
 	}
 	o := lifecycleOptions(dir)
-	o.Encryption.ProviderConfigFile = filepath.Join(dir, "no-such-file.yaml")
+	o.Storage.Encryption.ProviderConfigFile = filepath.Join(dir, "no-such-file.yaml")
 	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), "--encryption-provider-config") || !strings.Contains(err.Error(), "no-such-file.yaml") {
 		t.Fatalf("missing file: %v", err)
 	}
@@ -446,7 +445,7 @@ func TestKMSv2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "encryption.yaml")
 	writeAtomic(t, path, []byte(plugin.Config("testkms", "secrets", "customs.test")))
 	o := lifecycleOptions(t.TempDir())
-	o.Encryption.ProviderConfigFile = path
+	o.Storage.Encryption.ProviderConfigFile = path
 	s := serveEncrypted(t, o)
 	want := map[string]string{"a": "plaintext-kms-a-3b", "b": "plaintext-kms-b-8c"}
 	s.createSecret(t, "default", "a", want["a"], true)

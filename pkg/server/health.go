@@ -6,9 +6,16 @@ import (
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+
+	"github.com/customapi/customapi/pkg/registry"
 )
 
-// addEtcdCheck adds the etcd health check ("etcd": a linearizable read,
+// addHealthChecks adds the watch caches' readyz check "watch-caches": red
+// while a store's watch cache is still loading from etcd
+// (registry.Registry.Ready), its error, shown at /readyz/watch-caches, in
+// the log and in /readyz?verbose to those who may read it, naming each
+// resource still loading with the objects read so far, of how many, and
+// for how long (readyz only: a load is progress, not a fault); and the etcd health check ("etcd": a linearizable read,
 // registry.CheckEtcd) to the probes that should follow etcd:
 //   - with the embedded etcd (no --etcd-servers) to /livez, /healthz and
 //     /readyz (Config.AddHealthChecks, as kube-apiserver adds its etcd
@@ -38,27 +45,18 @@ import (
 // /readyz only, with either etcd: a replica whose writes all fail should
 // leave load balancing, but a restart cannot make room in etcd (the alarm
 // outlives it), so /livez stays green.
-func (s *Server) addEtcdCheck(gc *genericapiserver.Config) {
-	check := healthz.NamedCheck("etcd", func(*http.Request) error { return s.registry.CheckEtcd() })
-	if !s.config.Options.Storage.Etcd.External() {
+func addHealthChecks(gc *genericapiserver.Config, reg *registry.Registry, externalEtcd bool) {
+	gc.AddReadyzChecks(healthz.NamedCheck("watch-caches", func(*http.Request) error { return reg.Ready() }))
+	check := healthz.NamedCheck("etcd", func(*http.Request) error { return reg.CheckEtcd() })
+	if !externalEtcd {
 		gc.AddHealthChecks(check)
 	} else {
 		gc.AddReadyzChecks(check)
 	}
-	for i, o := range s.registry.EtcdOverrides() {
+	for i, o := range reg.EtcdOverrides() {
 		gc.AddReadyzChecks(healthz.NamedGroupedCheck(EtcdOverrideCheckName(i), "etcd", func(*http.Request) error { return o.Check() }))
 	}
-	gc.AddReadyzChecks(healthz.NamedCheck(etcdAlarmsCheck, func(*http.Request) error { return s.registry.CheckEtcdAlarms() }))
-}
-
-// addWatchCacheCheck adds the readyz check "watch-caches": red while a
-// store's watch cache is still loading from etcd (registry.Registry.Ready),
-// its error, shown at /readyz/watch-caches, in the log and in
-// /readyz?verbose to those who may read it, naming each resource still
-// loading with the objects read so far, of how many, and for how long.
-// Readyz only: a load is progress, not a fault.
-func (s *Server) addWatchCacheCheck(gc *genericapiserver.Config) {
-	gc.AddReadyzChecks(healthz.NamedCheck("watch-caches", func(*http.Request) error { return s.registry.Ready() }))
+	gc.AddReadyzChecks(healthz.NamedCheck(etcdAlarmsCheck, func(*http.Request) error { return reg.CheckEtcdAlarms() }))
 }
 
 // EtcdOverrideCheckName is the name of the /readyz check of the i-th etcd
@@ -68,7 +66,7 @@ func EtcdOverrideCheckName(i int) string { return fmt.Sprintf("etcd-override-%d"
 
 // etcdAlarmsCheck is the /readyz check of etcd's alarms
 // (registry.Registry.CheckEtcdAlarms, read every
-// Options.EtcdAlarmPollPeriod): red while etcd has an alarm raised, its
+// options.StorageOptions.EtcdAlarmPollPeriod): red while etcd has an alarm raised, its
 // message naming the alarm and, for NOSPACE, the quota and the recovery
 // command (/readyz/etcd-alarms). ReadyNotify leaves it out: a server that
 // starts on a full etcd serves (read-only) and says so.

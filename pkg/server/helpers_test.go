@@ -20,7 +20,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // customsAll is the collection path of customs in all namespaces.
@@ -69,7 +69,7 @@ func TestMain(m *testing.M) {
 func runShared(m *testing.M) int {
 	for i, mode := range storageModes {
 		s, err := customapitest.NewServer(customapitest.Options{
-			Configure: func(o *server.Options) { o.WatchCache = mode.watchCache },
+			Configure: func(o *options.ServerOptions) { o.Storage.WatchCache = mode.watchCache },
 		}, install.Customs)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "shared server (%s): %v\n", mode.name, err)
@@ -118,7 +118,7 @@ func startMode(t *testing.T, mode storageMode) env {
 // storage mode, for tests that read across all namespaces.
 func startOwnMode(t *testing.T, mode storageMode) env {
 	t.Helper()
-	return ownEnv(customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = mode.watchCache }, install.Customs))
+	return ownEnv(customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.Storage.WatchCache = mode.watchCache }, install.Customs))
 }
 
 // request is one HTTP request to the server; path includes the query.

@@ -21,17 +21,18 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
 	customapiversion "github.com/customapi/customapi/pkg/version"
 )
 
 // lifecycleOptions are options for a server in dir on a free loopback port,
 // with its own embedded etcd (fsync off).
-func lifecycleOptions(dir string) *server.Options {
-	o := server.NewOptions()
+func lifecycleOptions(dir string) *options.ServerOptions {
+	o := options.NewServerOptions()
 	o.DataDir = dir
 	o.Serving.SecurePort = 0
-	o.EtcdUnsafeNoFsync = true
+	o.Storage.EtcdUnsafeNoFsync = true
 	return o
 }
 
@@ -161,7 +162,7 @@ func TestCloseWithoutRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := cfg.Options.Serving.Listener.Addr().(*net.TCPAddr).Port
-	srv, err := server.New(t.Context(), cfg.Complete(), append(batteries.Resources(batteries.Options{}), install.Customs)...)
+	srv, err := server.New(t.Context(), cfg, append(batteries.Resources(batteries.Options{}), install.Customs)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestCloseWithoutRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	srv2, err := server.New(ctx, cfg2.Complete(), install.Customs)
+	srv2, err := server.New(ctx, cfg2, install.Customs)
 	if err != nil {
 		t.Fatalf("New after Close: %v", err)
 	}
@@ -229,7 +230,7 @@ func TestNewAbandonedWhenContextEnds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := server.New(ctx, cfg.Complete(), install.Customs); !errors.Is(err, context.Canceled) {
+	if _, err := server.New(ctx, cfg, install.Customs); !errors.Is(err, context.Canceled) {
 		t.Fatalf("New with an ended context: %v, want context.Canceled", err)
 	}
 	cfg2, err := lifecycleOptions(dir).Config()
@@ -253,7 +254,7 @@ func TestEmbeddedEtcdFailureEndsRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	srv, err := server.New(ctx, cfg.Complete(), install.Customs)
+	srv, err := server.New(ctx, cfg, install.Customs)
 	if err != nil {
 		t.Fatal(err)
 	}

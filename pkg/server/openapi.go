@@ -29,10 +29,10 @@ import (
 // after every API group is installed and before PrepareRun; requests may
 // be served meanwhile (the mux takes new paths while it serves). The returned
 // static v2 document is the one k8s.io/apiextensions-apiserver's OpenAPI
-// controller merges the CRDs' schemas into (customResources.run): it is
+// controller merges the CRDs' schemas into (package customresources): it is
 // filled, from the same lazy build, before the first /openapi/v2 request
 // is served, so the merge (itself lazy) never sees it empty.
-func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) *lazyStaticSpec {
+func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 *common.OpenAPIV3Config) *spec.Swagger {
 	container, mux := g.Handler.GoRestfulContainer, g.Handler.NonGoRestfulMux
 	services := restfuladapter.AdaptWebServices(container.RegisteredWebServices())
 	build := cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
@@ -47,7 +47,7 @@ func installOpenAPI(g *genericapiserver.GenericAPIServer, v2 *common.Config, v3 
 	g.OpenAPIVersionedService = handler.NewOpenAPIServiceLazy(build)
 	g.OpenAPIVersionedService.RegisterOpenAPIVersionedService("/openapi/v2", fillFirst{mux: mux, static: static})
 	g.OpenAPIV3VersionedService = routes.OpenAPI{V3Config: v3}.InstallV3(container, mux)
-	return static
+	return static.spec
 }
 
 // lazyStaticSpec is the static OpenAPI v2 document (the Go groups'),

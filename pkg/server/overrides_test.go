@@ -8,8 +8,8 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // TestEtcdServersOverridesFlag is the table of --etcd-servers-overrides
@@ -53,8 +53,8 @@ func TestEtcdServersOverridesFlag(t *testing.T) {
 		{"a battery not served", []string{"/events#" + etcdURL}, false, []resource.Resource{install.Customs}, []string{`"/events": this server serves no resource of the core group`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := server.NewOptions()
-			o.Authorization.Mode = server.AuthorizationRBAC
+			o := options.NewServerOptions()
+			o.Authorization.Mode = options.AuthorizationRBAC
 			o.DataDir = filepath.Join(t.TempDir(), "data")
 			o.Storage.Etcd.ServersOverrides = tc.values
 			if tc.tls {

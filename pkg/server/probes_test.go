@@ -20,7 +20,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // probe GETs path with the admin token and returns the code and body.
@@ -37,7 +37,7 @@ func probe(t *testing.T, s *customapitest.Server, path string) (int, string) {
 // /livez and /healthz stay green.
 func TestEtcdInProbes(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) {
-		s := customapitest.StartWithOptions(t, func(o *server.Options) { o.SetEtcd(etcd.ClientConfig{}) }, install.Customs)
+		s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.SetEtcd(etcd.ClientConfig{}) }, install.Customs)
 		for _, p := range []string{"/livez", "/healthz", "/readyz"} {
 			code, body := probe(t, s, p+"?verbose")
 			if code != http.StatusOK || !strings.Contains(body, "[+]etcd ok") {
@@ -51,7 +51,7 @@ func TestEtcdInProbes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := customapitest.StartWithOptions(t, func(o *server.Options) { o.SetEtcd(e.ClientConfig()) }, install.Customs)
+		s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.SetEtcd(e.ClientConfig()) }, install.Customs)
 		for _, tc := range []struct {
 			path     string
 			withEtcd bool

@@ -52,25 +52,25 @@ func aggregatedResources(resources []resource.Resource) []rbac.AggregatedResourc
 // When etcd refuses the creates because its quota is full (NOSPACE), the
 // start goes on read-only: the missing objects are logged, and the next
 // start creates them once space is reclaimed.
-func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) error {
+func (s *Server) startRBAC(ctx context.Context, api *rbacapi.API, resources []resource.Resource) error {
 	// The bootstrap and the authorizer read the RBAC stores' watch caches:
 	// they are waited for, the other stores' loads go on.
 	var rbacResources []schema.GroupResource
-	for _, r := range s.rbac.Resources() {
+	for _, r := range api.Resources() {
 		rbacResources = append(rbacResources, r.GroupResource())
 	}
 	if err := s.registry.WaitReady(ctx, rbacResources...); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	if err := s.rbac.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
+	if err := api.Bootstrap(asServer(ctx), aggregatedResources(resources)); err != nil {
 		if !storage.IsNoSpace(err) {
 			return fmt.Errorf("server: %w", err)
 		}
 		klog.ErrorS(err, "etcd's database is full (NOSPACE): bootstrap RBAC objects were not created; the next start creates them once space is reclaimed")
 	}
 	return s.generic.AddPostStartHook("rbac/aggregation", func(hc genericapiserver.PostStartHookContext) error {
-		go func(ctx context.Context) { _ = s.rbac.RunCache(asServer(ctx)) }(hc)
-		go func(ctx context.Context) { _ = s.rbac.RunAggregation(asServer(ctx)) }(hc)
+		go func(ctx context.Context) { _ = api.RunCache(asServer(ctx)) }(hc)
+		go func(ctx context.Context) { _ = api.RunAggregation(asServer(ctx)) }(hc)
 		return nil
 	})
 }
@@ -78,13 +78,3 @@ func (s *Server) startRBAC(ctx context.Context, resources []resource.Resource) e
 // asServer returns ctx with the user of the server's own work
 // (registry.ServerUser: system:apiserver in system:masters).
 func asServer(ctx context.Context) context.Context { return registry.WithServerUser(ctx) }
-
-// newRBAC returns the RBAC API of a server whose modes list RBAC, and the
-// resources to serve with it; nil and resources unchanged otherwise.
-func newRBAC(o Options, resources []resource.Resource) (*rbacapi.API, []resource.Resource) {
-	if !o.Authorization.has(AuthorizationRBAC) {
-		return nil, resources
-	}
-	api := rbacapi.New(builtinDefinitions)
-	return api, append(append([]resource.Resource(nil), resources...), api.Resources()...)
-}

@@ -21,8 +21,8 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // startRBAC starts a server with --authorization-mode=RBAC and the bearer tokens alice-token (user alice) and
@@ -33,8 +33,8 @@ func startRBAC(t *testing.T) (s *customapitest.Server, admin, alice, bob kuberne
 	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice-uid,\"dev\"\nbob-token,bob,bob-uid\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s = customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	s = customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.Authentication.TokenAuthFile = tokens
 	}, install.Customs)
 	as := func(token string) kubernetes.Interface {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // With --storage-media-type application/cbor, application/yaml or
@@ -23,7 +23,7 @@ func TestStorageMediaTypes(t *testing.T) {
 }
 
 func testStorageMediaType(t *testing.T, mediaType string) {
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.Storage.MediaType = mediaType }, install.Customs)
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.Storage.MediaType = mediaType }, install.Customs)
 	customs := s.Dynamic.Resource(schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}).Namespace("ns1")
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test/v1", "kind": "Custom",

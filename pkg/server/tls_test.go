@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // handshake dials the server with the client's TLS settings and returns the
@@ -43,7 +44,7 @@ func TestTLSVersionsAndSuites(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		configure func(*server.Options)
+		configure func(*options.ServerOptions)
 		clients   map[string]*tls.Config
 		want      map[string]string
 	}{
@@ -66,7 +67,7 @@ func TestTLSVersionsAndSuites(t *testing.T) {
 		},
 		{
 			name:      "--tls-min-version=VersionTLS13",
-			configure: func(o *server.Options) { o.Serving.TLS.MinVersion = "VersionTLS13" },
+			configure: func(o *options.ServerOptions) { o.Serving.TLS.MinVersion = "VersionTLS13" },
 			clients: map[string]*tls.Config{
 				"TLS 1.2 ECDHE-ECDSA-AES128-GCM": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
 				"TLS 1.3":                        {MinVersion: tls.VersionTLS13},
@@ -75,7 +76,7 @@ func TestTLSVersionsAndSuites(t *testing.T) {
 		},
 		{
 			name:      "--tls-cipher-suites='' (Go's defaults)",
-			configure: func(o *server.Options) { o.Serving.TLS.CipherSuites = nil },
+			configure: func(o *options.ServerOptions) { o.Serving.TLS.CipherSuites = nil },
 			clients: map[string]*tls.Config{
 				"TLS 1.2 ECDHE-ECDSA-AES128-SHA": tls12(tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA),
 			},
@@ -117,7 +118,7 @@ func TestTLSOptionsValidation(t *testing.T) {
 		suites    []string
 		want      string // "" valid, else part of the error
 	}{
-		{"defaults", server.DefaultTLSMinVersion, server.DefaultTLSCipherSuites, ""},
+		{"defaults", options.DefaultTLSMinVersion, options.DefaultTLSCipherSuites, ""},
 		{"TLS 1.3", "VersionTLS13", nil, ""},
 		{"Go's defaults", "VersionTLS12", nil, ""},
 		{"unknown version", "TLS1.2", nil, "--tls-min-version"},
@@ -126,9 +127,9 @@ func TestTLSOptionsValidation(t *testing.T) {
 		{"no HTTP/2 suite but TLS 1.3 only", "VersionTLS13", []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.Serving.TLS.MinVersion, o.Serving.TLS.CipherSuites = tc.min, tc.suites
-			err := o.Validate()
+			err := errors.Join(o.Validate()...)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -152,12 +153,12 @@ func TestProfiling(t *testing.T) {
 		{"off", false, http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := customapitest.StartWithOptions(t, func(o *server.Options) {
+			s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 				if o.Debug.Profiling != true {
 					t.Error("profiling is not on by default")
 				}
 				o.Debug.Profiling = tc.profiling
-				o.Authorization.Mode = server.AuthorizationRBAC
+				o.Authorization.Mode = options.AuthorizationRBAC
 				o.Authentication.TokenAuthFile = writeTokens(t, "bob-token,bob,bob-uid\n")
 			}, install.Customs)
 			for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap"} {

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
 )
 
@@ -23,10 +25,10 @@ func TestWatchCacheSizesValidate(t *testing.T) {
 		{[]string{"customs.test#many"}, `--watch-cache-sizes: "customs.test#many"`},
 	} {
 		t.Run(strings.Join(tc.entries, ","), func(t *testing.T) {
-			o := server.NewOptions()
+			o := options.NewServerOptions()
 			o.DataDir = t.TempDir()
-			o.WatchCacheSizes = tc.entries
-			err := o.Validate()
+			o.Storage.WatchCacheSizes = tc.entries
+			err := errors.Join(o.Validate()...)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
@@ -43,16 +45,16 @@ func TestWatchCacheSizesValidate(t *testing.T) {
 // A --watch-cache-sizes entry for a resource the server does not serve
 // fails the start, naming it.
 func TestWatchCacheSizesUnserved(t *testing.T) {
-	o := server.NewOptions()
+	o := options.NewServerOptions()
 	o.DataDir = t.TempDir()
-	o.EtcdUnsafeNoFsync = true
+	o.Storage.EtcdUnsafeNoFsync = true
 	o.Serving.SecurePort = 0
-	o.WatchCacheSizes = []string{"widgets.example.com#0"}
+	o.Storage.WatchCacheSizes = []string{"widgets.example.com#0"}
 	cfg, err := o.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(t.Context(), cfg.Complete(), install.Customs)
+	srv, err := server.New(t.Context(), cfg, install.Customs)
 	if err == nil {
 		_ = srv.Close()
 		t.Fatal("New succeeded")

@@ -94,7 +94,7 @@ type Config struct {
 	// (genericregistry.Store's startObservingCount, which also sets the
 	// apiserver_storage_objects metric). A server reads it to charge a LIST
 	// by the objects it returns (the in-flight seats of
-	// server.LimitOptions). nil: counts are not polled.
+	// options.LimitOptions). nil: counts are not polled.
 	ObjectCounts flowcontrolrequest.StorageObjectCountTracker
 	// EnableGarbageCollection makes deletes honour propagationPolicy
 	// Foreground and Orphan (and the deprecated orphanDependents) as

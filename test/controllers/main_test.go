@@ -37,7 +37,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // namespace is where the tests put their objects: it exists from the start
@@ -87,26 +87,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	srv, err = customapitest.NewServer(customapitest.Options{Configure: func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	return customapitest.Main(m, customapitest.Options{Configure: func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.Authentication.TokenAuthFile = tokens
 		o.CustomResourceDefinitions = true // for envtest's CRDDirectoryPaths (crd_test.go)
 		o.GarbageCollector = true          // for gc_test.go
-	}}, resources...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		if err := srv.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if kube, err = kubernetes.NewForConfig(srv.Config); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	}}, func(s *customapitest.Server) (err error) {
+		srv = s
+		kube, err = kubernetes.NewForConfig(s.Config)
+		return err
+	}, resources...)
 }
 
 // setLogger sends controller-runtime's logs to stderr with -v (set

@@ -57,17 +57,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	codecs = serializer.NewCodecFactory(scheme, serializer.WithSerializer(cbor.NewSerializerInfo))
-	shared, err = customapitest.NewServer(customapitest.Options{}, install.Customs, fleetapi.Devices)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "shared server:", err)
-		return 1
-	}
-	defer func() {
-		if err := shared.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "shared server:", err)
-		}
-	}()
-	return m.Run()
+	return customapitest.Main(m, customapitest.Options{}, func(s *customapitest.Server) error {
+		shared = s
+		return nil
+	}, install.Customs, fleetapi.Devices)
 }
 
 // kind is one served resource as the tests see it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // gadgetsCRD is a CRD for the custom resources of TestQuorumLossCustomResources.
@@ -60,7 +60,7 @@ func TestQuorumLossCustomResources(t *testing.T) {
 	)
 	ctx := t.Context()
 	c := startCluster(t)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Storage.Etcd.Servers = c.endpoints()
 		o.Storage.Prefix = "/registry"
 		o.CustomResourceDefinitions = true

@@ -22,7 +22,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/logfilter"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // watchErrors counts the "watch chan error" lines that reach the log, after
@@ -170,7 +170,7 @@ func TestQuorumLoss(t *testing.T) {
 	)
 	ctx := t.Context()
 	c := startCluster(t)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Storage.Etcd.Servers = c.endpoints()
 		o.Storage.Prefix = "/registry"
 	}, install.Customs)

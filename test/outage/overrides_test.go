@@ -28,7 +28,7 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // TestEtcdServersOverrides (kube-apiserver's
@@ -54,7 +54,7 @@ func TestEtcdServersOverrides(t *testing.T) {
 	events := startClusterOf(t, 1)
 	eventsURL := events.endpoints()[0]
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Storage.Etcd.ServersOverrides = []string{"/events#" + eventsURL}
 	}, resources...)
 	t.Logf("events etcd and server started in %s", time.Since(start).Round(time.Millisecond))
@@ -66,7 +66,7 @@ func TestEtcdServersOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inProcessCS, err := kubernetes.NewForConfig(s.InProcessConfig())
+	inProcessCS, err := kubernetes.NewForConfig(s.PipeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestEtcdServersOverrides(t *testing.T) {
 		if want := "--etcd-servers-overrides=/events#" + eventsURL; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "events.events.k8s.io") {
 			t.Fatalf("backup without the overrides: %v, want a refusal naming %s and the resources", err, want)
 		}
-		opts := server.NewOptions()
+		opts := options.NewServerOptions()
 		opts.Storage.Etcd.ServersOverrides = []string{"/events#" + eventsURL}
 		overrides, err := opts.Storage.Etcd.Overrides()
 		if err != nil {

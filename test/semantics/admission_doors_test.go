@@ -18,8 +18,8 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // admissionCall is what an admission plugin saw in one call, with the
@@ -136,7 +136,7 @@ func equalCall(a, b admissionCall) bool {
 // and its mutation is stored through both.
 func TestAdmissionSameAttributesBothDoors(t *testing.T) {
 	rec := &attributeRecorder{ns: map[string]bool{}}
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
 		o.Admission.Plugins = []resource.AdmissionPlugin{{Name: "AttributeRecorder", Plugin: rec}}
 	}, install.Customs)
 	doors := doorsOf(t, s, true)

@@ -30,7 +30,7 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // effectTimeout bounds how long a new or changed webhook or policy may take
@@ -47,10 +47,10 @@ type admissionServer struct {
 
 // startAdmissionServer starts a server serving the batteries and customs
 // (configure, if not nil, adjusts its options) for the calling test.
-func startAdmissionServer(t *testing.T, configure func(*server.Options)) admissionServer {
+func startAdmissionServer(t *testing.T, configure func(*options.ServerOptions)) admissionServer {
 	t.Helper()
-	s, kube := startWithBatteries(t, func(o *server.Options) {
-		o.WatchCache = true
+	s, kube := startWithBatteries(t, func(o *options.ServerOptions) {
+		o.Storage.WatchCache = true
 		if configure != nil {
 			configure(o)
 		}
@@ -61,7 +61,7 @@ func startAdmissionServer(t *testing.T, configure func(*server.Options)) admissi
 // startWithBatteries starts a server serving the batteries and customs
 // (configure, if not nil, adjusts its options) for the calling test, with
 // a typed client-go clientset of it.
-func startWithBatteries(t *testing.T, configure func(*server.Options)) (*customapitest.Server, kubernetes.Interface) {
+func startWithBatteries(t *testing.T, configure func(*options.ServerOptions)) (*customapitest.Server, kubernetes.Interface) {
 	t.Helper()
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs)
 	s := customapitest.StartWithOptions(t, configure, resources...)
@@ -301,6 +301,6 @@ func warnedCustoms(t *testing.T, d door, ns string) (customsClient, func(context
 
 // disableAdmissionPlugins sets the server option removing the named
 // admission plugins from the chain (--disable-admission-plugins).
-func disableAdmissionPlugins(o *server.Options, names ...string) {
+func disableAdmissionPlugins(o *options.ServerOptions, names ...string) {
 	o.Admission.DisablePlugins = append(o.Admission.DisablePlugins, names...)
 }

@@ -40,8 +40,8 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // requireNotStored fails unless name is not found in ns, through c.
@@ -676,7 +676,7 @@ func TestAdmissionPolicies(t *testing.T) {
 // default such a create is 404 NotFound.
 func TestAdmissionNamespaceLifecycle(t *testing.T) {
 	t.Run("disabled", func(t *testing.T) {
-		a := startAdmissionServer(t, func(o *server.Options) { disableAdmissionPlugins(o, "NamespaceLifecycle") })
+		a := startAdmissionServer(t, func(o *options.ServerOptions) { disableAdmissionPlugins(o, "NamespaceLifecycle") })
 		forDoors(t, a.doors, func(t *testing.T, d door) {
 			c := d.customs(namespace(t)) // never created
 			create(t, c, custom("c"))
@@ -829,7 +829,7 @@ func TestAdmissionAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "audit.log")
-	a := startAdmissionServer(t, func(o *server.Options) {
+	a := startAdmissionServer(t, func(o *options.ServerOptions) {
 		o.Audit.PolicyFile = policyFile
 		o.Audit.LogOptions.Path = logPath
 	})
@@ -923,8 +923,8 @@ func TestAdmissionAuthorizer(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("alice-token,alice,alice-uid\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := startAdmissionServer(t, func(o *server.Options) {
-		o.Authorization.Mode = server.AuthorizationRBAC
+	a := startAdmissionServer(t, func(o *options.ServerOptions) {
+		o.Authorization.Mode = options.AuthorizationRBAC
 		o.Authentication.TokenAuthFile = tokens
 	})
 	ctx := t.Context()
@@ -1042,26 +1042,8 @@ spec:
 // the start through both doors, and is no API object (not listed, cannot
 // be deleted).
 func TestAdmissionStaticManifests(t *testing.T) {
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "policies")
-	if err := os.Mkdir(manifests, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(manifests, "owner-label.yaml"), []byte(staticPolicy), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(config, []byte(`apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionPolicy
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: ValidatingAdmissionPolicyConfiguration
-    staticManifestsDir: `+manifests+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a := startAdmissionServer(t, func(o *server.Options) { o.Admission.ConfigFile = config })
+	config := customapitest.StaticManifestsConfig(t, "ValidatingAdmissionPolicy", map[string]string{"owner-label.yaml": staticPolicy})
+	a := startAdmissionServer(t, func(o *options.ServerOptions) { o.Admission.ConfigFile = config })
 	const denied = "ValidatingAdmissionPolicy 'owner-label.static.k8s.io' with binding 'owner-label.static.k8s.io' denied request: every custom needs an owner label"
 	probes := a.doors[1].customs(a.namespace(t, map[string]string{"static": "on"}))
 	customapitest.Eventually(t, effectTimeout, "static policy in effect", func(ctx context.Context) (bool, error) {

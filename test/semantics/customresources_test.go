@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -83,9 +83,9 @@ func startCRServer(t *testing.T) crServer {
 
 // startCRServerWith is startCRServer with configure, if not nil, adjusting
 // the options.
-func startCRServerWith(t *testing.T, configure func(*server.Options)) crServer {
+func startCRServerWith(t *testing.T, configure func(*options.ServerOptions)) crServer {
 	t.Helper()
-	s, kube := startWithBatteries(t, func(o *server.Options) {
+	s, kube := startWithBatteries(t, func(o *options.ServerOptions) {
 		o.CustomResourceDefinitions = true
 		if configure != nil {
 			configure(o)
@@ -118,7 +118,7 @@ func startCRServerWith(t *testing.T, configure func(*server.Options)) crServer {
 // client (the server's handler over memory) and client-go's over HTTPS.
 func (c crServer) crDoors(t *testing.T) map[string]dynamic.Interface {
 	t.Helper()
-	inproc, err := dynamic.NewForConfig(c.srv.InProcessConfig())
+	inproc, err := dynamic.NewForConfig(c.srv.PipeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestCustomResourcesBothDoors(t *testing.T) {
 // (system:apiserver) without one.
 func TestCustomResourcesInProcessUser(t *testing.T) {
 	c := startCRServer(t)
-	kube, err := kubernetes.NewForConfig(c.srv.InProcessConfig())
+	kube, err := kubernetes.NewForConfig(c.srv.PipeConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,10 +345,10 @@ func TestCustomResourcesStorageRules(t *testing.T) {
 		{"encrypted", runtime.ContentTypeJSON, true, "k8s:enc:aescbc:v1:key1:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := startCRServerWith(t, func(o *server.Options) {
+			c := startCRServerWith(t, func(o *options.ServerOptions) {
 				o.Storage.MediaType = tc.mediaType
 				if tc.encrypted {
-					o.Encryption.ProviderConfigFile = encryption
+					o.Storage.Encryption.ProviderConfigFile = encryption
 				}
 			})
 			ns := namespace(t)

@@ -22,8 +22,8 @@ import (
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 // customsClient is the typed method set both doors implement: client-go's
@@ -138,12 +138,12 @@ func doorsOf(t *testing.T, s *customapitest.Server, watchCache bool) []door {
 // returns their four doors. Only cases that need servers of their own (an
 // etcd of their own, options of their own) use it; the rest share the
 // package's servers through forEachDoor.
-func startDoors(t *testing.T, configure func(*server.Options)) []door {
+func startDoors(t *testing.T, configure func(*options.ServerOptions)) []door {
 	t.Helper()
 	var out []door
 	for _, cache := range []bool{true, false} {
-		s := customapitest.StartWithOptions(t, func(o *server.Options) {
-			o.WatchCache = cache
+		s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+			o.Storage.WatchCache = cache
 			if configure != nil {
 				configure(o)
 			}
@@ -167,7 +167,7 @@ func TestMain(m *testing.M) {
 func runShared(m *testing.M) int {
 	for _, cache := range []bool{true, false} {
 		s, err := customapitest.NewServer(customapitest.Options{
-			Configure: func(o *server.Options) { o.WatchCache = cache },
+			Configure: func(o *options.ServerOptions) { o.Storage.WatchCache = cache },
 		}, install.Customs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "shared server:", err)

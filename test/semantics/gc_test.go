@@ -39,8 +39,8 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 )
 
 const (
@@ -86,8 +86,8 @@ type gcServer struct {
 func startGCServer(t *testing.T) gcServer {
 	t.Helper()
 	resources := append(batteries.Resources(batteries.Options{}), install.Customs, fleetapi.Fleets, fleetapi.Devices)
-	s := customapitest.StartWithOptions(t, func(o *server.Options) {
-		o.WatchCache = true
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+		o.Storage.WatchCache = true
 		o.GarbageCollector = true
 	}, resources...)
 	kube, err := kubernetes.NewForConfig(s.Config)

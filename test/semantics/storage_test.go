@@ -15,7 +15,7 @@ import (
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // TestCompactedAndImpossibleResourceVersions: after etcd compacts, a watch from
@@ -29,7 +29,7 @@ func TestCompactedAndImpossibleResourceVersions(t *testing.T) {
 	// Compaction changes etcd as a whole: use an etcd of this test's own.
 	cfg := customapitest.EmbeddedEtcd(t)
 	const prefix = "/registry"
-	onEtcd := func(o *server.Options) {
+	onEtcd := func(o *options.ServerOptions) {
 		o.Storage.Etcd.Servers = cfg.Endpoints
 		o.Storage.Etcd.CAFile, o.Storage.Etcd.CertFile, o.Storage.Etcd.KeyFile = cfg.CAFile, cfg.CertFile, cfg.KeyFile
 		o.Storage.Prefix = prefix

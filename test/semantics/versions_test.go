@@ -40,8 +40,8 @@ import (
 	"github.com/customapi/customapi/pkg/client"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
+	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
-	"github.com/customapi/customapi/pkg/server"
 	"github.com/customapi/customapi/pkg/storage"
 )
 
@@ -98,7 +98,7 @@ func (r *recorder) len() int {
 // each in a namespace of its own.
 func startFleets(t *testing.T, cache bool) (*customapitest.Server, []fleetDoors) {
 	t.Helper()
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.WatchCache = cache }, fleetapi.Fleets, fleetapi.Devices)
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.Storage.WatchCache = cache }, fleetapi.Fleets, fleetapi.Devices)
 	ns, httpNS := s.Namespace(t), s.Namespace(t)
 	reg := s.Registry()
 	inAlpha, err := client.For[*fleetv1alpha1.Fleet, *fleetv1alpha1.FleetList](reg, fleetapi.Fleets.In("v1alpha1"), client.WithFieldManager("tester"))

@@ -54,7 +54,7 @@ var DefaultIgnoredResources = []schema.GroupResource{
 type Config struct {
 	// Config reaches the server whose objects are collected, with the
 	// right to list, watch, get, patch and delete every resource (the
-	// server's in-process door, server.Server.InProcessConfig).
+	// server's in-process door, server.Server.PipeConfig).
 	Config *rest.Config
 	// Workers deleting and orphaning in parallel; 0 means DefaultWorkers.
 	Workers int

@@ -25,7 +25,7 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/controllers/garbagecollector"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // TestCascades: a chain of config maps (owner -> child -> grandchild)
@@ -33,7 +33,7 @@ import (
 // waits, with deletionTimestamp and foregroundDeletion, for a blocking
 // grandchild held by a finalizer.
 func TestCascades(t *testing.T) {
-	s := customapitest.StartWithOptions(t, func(o *server.Options) { o.GarbageCollector = true }, batteries.Resources(batteries.Options{})...)
+	s := customapitest.StartWithOptions(t, func(o *options.ServerOptions) { o.GarbageCollector = true }, batteries.Resources(batteries.Options{})...)
 	kube, err := kubernetes.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -69,14 +69,14 @@
 // The stores must honour the propagation policies
 // (storage.Config.EnableGarbageCollection), or foreground and orphan
 // deletes are immediate. pkg/server runs the collector when
-// server.Options.GarbageCollector is set (`customapi serve
+// options.ServerOptions.GarbageCollector is set (`customapi serve
 // --enable-garbage-collector`, on by default), over the server's in-process
 // door, with pkg/controllers' Runner, behind the Lease
 // kube-system/customapi-garbage-collector, so that one of several replicas
 // on one etcd collects at a time; its state is rebuilt from the server on
 // every start.
 //
-//	gc, err := garbagecollector.New(garbagecollector.Config{Config: srv.InProcessConfig()})
+//	gc, err := garbagecollector.New(garbagecollector.Config{Config: srv.PipeConfig()})
 //	if err != nil {
 //		return err
 //	}

@@ -15,17 +15,17 @@ import (
 
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
-	"github.com/customapi/customapi/pkg/server"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // Example runs a server with its garbage collector
-// (server.Options.GarbageCollector, what `customapi serve` does by
+// (options.ServerOptions.GarbageCollector, what `customapi serve` does by
 // default), creates a ConfigMap owned by another, and deletes the owner in
 // the background: the collector then deletes the dependent.
 func Example() {
 	ctx := context.Background()
 	srv, err := customapitest.NewServer(customapitest.Options{
-		Configure: func(o *server.Options) { o.GarbageCollector = true },
+		Configure: func(o *options.ServerOptions) { o.GarbageCollector = true },
 	}, batteries.Resources(batteries.Options{})...)
 	if err != nil {
 		log.Fatal(err)
