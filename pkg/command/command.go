@@ -48,7 +48,7 @@ type Config struct {
 	// a Controller's Run with its own leader election off; see
 	// pkg/controllers and docs/serving.md, "Running your own
 	// controllers". Names are DNS-1123 labels, unique, and none of
-	// server.BuiltinControllerNames.
+	// builtin.Names (pkg/controllers/builtin).
 	Controllers []controllers.Controller
 }
 

@@ -61,10 +61,10 @@
 // update.go): what kube-apiserver's handlers do below HTTP (option
 // validation, list options and selectable fields, namespace checks,
 // managedFields, the patch mechanisms of package pkg/patch, the answers'
-// Status errors), on the same stores the HTTP server installs (their REST
-// storage, which the server alone reaches, through internal/restaccess).
-// It is the only in-process way to the stores, so no write skips
-// managedFields.
+// Status errors), on the same stores the HTTP server installs (APIGroups:
+// their REST storage, whose writes k8s.io/apiserver's handlers wrap with
+// the same steps). It is the only in-process way to the stores, so no
+// write skips managedFields.
 //
 // Admission: the registry has one admission chain (Registry.Admission,
 // admission.go), which both doors run with the same attributes: the HTTP

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	k8sadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/customapi/customapi/internal/pki"
@@ -29,75 +27,8 @@ import (
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/options"
-	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/server"
 )
-
-// TestAdmissionOptionsValidate: the admission flags take kube's plugin
-// names and the Go plugins' names; every other name, ResourceAdmit
-// disabled, a name both enabled and disabled, a missing config file and a
-// bad service resolution are refused, naming the flag.
-func TestAdmissionOptionsValidate(t *testing.T) {
-	mine := resource.AdmissionPlugin{Name: "OwnerLabel", Plugin: k8sadmission.NewHandler(k8sadmission.Create)}
-	for _, tc := range []struct {
-		name string
-		set  func(*options.AdmissionOptions)
-		want string // "": valid
-	}{
-		{"zero", func(*options.AdmissionOptions) {}, ""},
-		{"kube names", func(o *options.AdmissionOptions) {
-			o.DisablePlugins = []string{"NamespaceLifecycle", "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook"}
-		}, ""},
-		{"enable default-on", func(o *options.AdmissionOptions) {
-			o.EnablePlugins = []string{"ValidatingAdmissionWebhook", "ResourceAdmit"}
-		}, ""},
-		{"go plugin", func(o *options.AdmissionOptions) {
-			o.Plugins = []resource.AdmissionPlugin{mine}
-			o.DisablePlugins = []string{"OwnerLabel"}
-		}, ""},
-		{"service resolution", func(o *options.AdmissionOptions) {
-			o.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:9443", "webhooks/other": "hooks.example.com"}
-		}, ""},
-		{"unknown disable", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"PodSecurity"} },
-			`--disable-admission-plugins: unknown admission plugin "PodSecurity" (known: NamespaceLifecycle, OwnerReferencesPermissionEnforcement, MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy, ValidatingAdmissionWebhook)`},
-		{"unknown enable", func(o *options.AdmissionOptions) { o.EnablePlugins = []string{"AlwaysDeny"} },
-			`--enable-admission-plugins: unknown admission plugin "AlwaysDeny"`},
-		{"case matters", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"namespacelifecycle"} },
-			`unknown admission plugin "namespacelifecycle"`},
-		{"go plugin not given", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"OwnerLabel"} },
-			`unknown admission plugin "OwnerLabel"`},
-		{"resource admit", func(o *options.AdmissionOptions) { o.DisablePlugins = []string{"ResourceAdmit"} },
-			"--disable-admission-plugins: ResourceAdmit cannot be disabled"},
-		{"both", func(o *options.AdmissionOptions) {
-			o.EnablePlugins = []string{"ValidatingAdmissionWebhook"}
-			o.DisablePlugins = []string{"ValidatingAdmissionWebhook"}
-		}, "--enable-admission-plugins and --disable-admission-plugins both name ValidatingAdmissionWebhook"},
-		{"config file", func(o *options.AdmissionOptions) { o.ConfigFile = filepath.Join(t.TempDir(), "missing.yaml") },
-			"--admission-control-config-file: stat "},
-		{"bad service", func(o *options.AdmissionOptions) { o.ServiceResolution = map[string]string{"deny": "127.0.0.1:9443"} },
-			`--webhook-service-resolution: deny=127.0.0.1:9443: the service must be "namespace/name"`},
-		{"bad address", func(o *options.AdmissionOptions) {
-			o.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:99999"}
-		},
-			`--webhook-service-resolution: webhooks/deny=127.0.0.1:99999: port "99999" must be a number in 1..65535`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := options.NewServerOptions()
-			o.DataDir = t.TempDir()
-			tc.set(&o.Admission)
-			err := errors.Join(o.Validate()...)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
-}
 
 // TestAdmissionFlags: serve's admission flags have kube-apiserver's names
 // and fill the options.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -505,45 +504,6 @@ current-context: audit
 			})
 			if err != nil {
 				t.Fatalf("%s went from %v to %v; log mentions the plugin: %v", series, before, metric(t, s, series), strings.Contains(logs.String(), "Error in audit plugin"))
-			}
-		})
-	}
-}
-
-// TestAuditOptionsValidate checks the audit flags' validation.
-func TestAuditOptionsValidate(t *testing.T) {
-	dir := t.TempDir()
-	good := writeFile(t, dir, "policy.yaml", metadataPolicy)
-	bad := writeFile(t, dir, "bad.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
-	for _, tc := range []struct {
-		name      string
-		configure func(o *options.ServerOptions)
-		want      string // "" valid
-	}{
-		{"off", func(*options.ServerOptions) {}, ""},
-		{"policy and log", func(o *options.ServerOptions) {
-			o.Audit.PolicyFile, o.Audit.LogOptions.Path = good, filepath.Join(dir, "a.log")
-		}, ""},
-		{"log without policy", func(o *options.ServerOptions) { o.Audit.LogOptions.Path = filepath.Join(dir, "a.log") }, "need --audit-policy-file"},
-		{"missing policy", func(o *options.ServerOptions) { o.Audit.PolicyFile = filepath.Join(dir, "nope.yaml") }, "nope.yaml"},
-		{"invalid policy", func(o *options.ServerOptions) { o.Audit.PolicyFile = bad }, "bad.yaml"},
-		{"bad format", func(o *options.ServerOptions) {
-			o.Audit.PolicyFile, o.Audit.LogOptions.Path, o.Audit.LogOptions.Format = good, filepath.Join(dir, "a.log"), "xml"
-		}, "invalid audit log format"},
-		{"missing webhook config", func(o *options.ServerOptions) {
-			o.Audit.PolicyFile, o.Audit.WebhookOptions.ConfigFile = good, filepath.Join(dir, "none.kubeconfig")
-		}, "--audit-webhook-config-file"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := options.NewServerOptions()
-			o.DataDir = dir
-			tc.configure(o)
-			err := errors.Join(o.Validate()...)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("Validate: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
