@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +31,6 @@ type ObjectList interface {
 // Namespace). It is safe for concurrent use.
 type Client[T Object, L ObjectList] struct {
 	store     *registry.Store
-	audit     registry.Audit // the registry's policy and sink (Registry.Audit), for startAudit
 	namespace string
 	manager   string
 }
@@ -52,6 +50,11 @@ func WithFieldManager(name string) Option {
 	return func(o *options) { o.manager = name }
 }
 
+// InProcessUserAgent is the userAgent of the audit events of the client's
+// requests: registry.InProcessUserAgent, as the registry's request layer
+// audits every call of the client (registry.Config.Audit).
+const InProcessUserAgent = registry.InProcessUserAgent
+
 // DefaultFieldManager is the field manager a Client records by default:
 // the program's name, what kube-apiserver records for a client-go client
 // with its default User-Agent (rest.DefaultKubernetesUserAgent, reduced by
@@ -59,10 +62,9 @@ func WithFieldManager(name string) Option {
 // manager through either door.
 var DefaultFieldManager = registry.FieldManagerFromUserAgent(restclient.DefaultKubernetesUserAgent())
 
-// newClient returns a client of the store's resource, audited with cfg.
-// It returns an error if the resource's New and NewList do not return a T
-// and an L.
-func newClient[T Object, L ObjectList](store *registry.Store, cfg registry.Audit, opts ...Option) (*Client[T, L], error) {
+// newClient returns a client of the store's resource. It returns an error
+// if the resource's New and NewList do not return a T and an L.
+func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*Client[T, L], error) {
 	if _, ok := store.Resource().New().(T); !ok {
 		var t T
 		return nil, fmt.Errorf("client: %s objects are %T, not %T", store.Resource().GroupResource(), store.Resource().New(), t)
@@ -75,7 +77,7 @@ func newClient[T Object, L ObjectList](store *registry.Store, cfg registry.Audit
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Client[T, L]{store: store, audit: cfg, manager: o.manager}, nil
+	return &Client[T, L]{store: store, manager: o.manager}, nil
 }
 
 // Namespace returns a client bound to namespace ns. For a namespaced
@@ -83,7 +85,7 @@ func newClient[T Object, L ObjectList](store *registry.Store, cfg registry.Audit
 // accept and the other calls reject with BadRequest. For a cluster-scoped
 // resource the namespace must stay "".
 func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
-	return &Client[T, L]{store: c.store, audit: c.audit, namespace: ns, manager: c.manager}
+	return &Client[T, L]{store: c.store, namespace: ns, manager: c.manager}
 }
 
 // Create stores a new object and returns it as stored, with uid,
@@ -101,13 +103,7 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "create", namespace: caller.Namespace, options: &opts})
-	if err != nil {
-		return zero, err
-	}
-	rec.logRequestObject(ctx, obj)
 	out, err := c.store.Create(ctx, caller, obj, opts)
-	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -121,12 +117,7 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "get", namespace: c.namespace, name: name, options: &opts})
-	if err != nil {
-		return zero, err
-	}
 	out, err := c.store.Get(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
-	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -144,12 +135,7 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "list", namespace: c.namespace, options: &opts})
-	if err != nil {
-		return zero, err
-	}
 	out, err := c.store.List(ctx, registry.Caller{Namespace: c.namespace}, opts)
-	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -167,17 +153,11 @@ func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watc
 	if err != nil {
 		return nil, err
 	}
-	opts.Watch = true
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "watch", namespace: c.namespace, options: &opts})
-	if err != nil {
-		return nil, err
-	}
 	w, err := c.store.Watch(ctx, registry.Caller{Namespace: c.namespace}, opts)
 	if err != nil {
-		rec.complete(ctx, 0, nil, err)
 		return nil, err
 	}
-	return rec.watch(ctx, watch.Filter(w, ownEventObject)), nil
+	return watch.Filter(w, ownEventObject), nil
 }
 
 // Update replaces the object (spec, labels, annotations, finalizers...) if
@@ -204,13 +184,7 @@ func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "update", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &opts})
-	if err != nil {
-		return zero, err
-	}
-	rec.logRequestObject(ctx, obj)
 	out, err := c.store.Update(ctx, caller, obj, opts, sub)
-	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -226,18 +200,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 	if err != nil {
 		return err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "delete", namespace: c.namespace, name: name})
-	if err != nil {
-		return err
-	}
-	rec.logDeleteOptions(ctx, &opts)
-	out, deleted, err := c.store.Delete(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
-	code := 0
-	//lint:ignore SA1019 the HTTP delete handler's rule for 202
-	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
-		code = http.StatusAccepted
-	}
-	rec.complete(ctx, code, out, err)
+	_, _, err = c.store.Delete(ctx, registry.Caller{Namespace: c.namespace}, name, opts)
 	return err
 }
 
@@ -248,13 +211,7 @@ func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteO
 	if err != nil {
 		return err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "deletecollection", namespace: c.namespace, options: &listOpts})
-	if err != nil {
-		return err
-	}
-	rec.logDeleteOptions(ctx, &opts)
-	out, err := c.store.DeleteCollection(ctx, registry.Caller{Namespace: c.namespace}, opts, listOpts)
-	rec.complete(ctx, 0, out, err)
+	_, err = c.store.DeleteCollection(ctx, registry.Caller{Namespace: c.namespace}, opts, listOpts)
 	return err
 }
 

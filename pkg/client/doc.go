@@ -15,11 +15,15 @@
 //	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg, install.Customs)
 //	c, err := customs.Namespace("default").Create(ctx, &testv1.Custom{...}, metav1.CreateOptions{})
 //
-// Each call is audited when the registry was opened with an audit policy
-// and sink (registry.Config.Audit; a server passes those of its --audit-*
-// flags): same policy, same stages and fields as the same request over
-// HTTP, with the user of the context (k8s.io/apiserver/pkg/endpoints/request
-// .WithUser), userAgent InProcessUserAgent and no source IPs.
+// Each call is audited by the registry's request layer, which the client
+// calls (registry.Store.Get, Create, ...), when the registry was opened
+// with an audit policy and sink (registry.Config.Audit; a server passes
+// those of its --audit-* flags): same policy, same stages and fields as
+// the same request over HTTP, with the user of the context
+// (k8s.io/apiserver/pkg/endpoints/request.WithUser), userAgent
+// InProcessUserAgent and no source IPs. The client itself checks the
+// namespace against the resource's scope, fills in the registry.Caller
+// and its field manager, and gives the caller objects of its own.
 //
 // Objects returned by the client are the caller's to modify: they are never
 // shared with the watch cache.

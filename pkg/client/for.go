@@ -30,5 +30,5 @@ func For[T Object, L ObjectList](reg *registry.Registry, res resource.Resource, 
 	if !ok {
 		return nil, fmt.Errorf("client: the registry was not opened with %s", res.GroupVersionResource())
 	}
-	return newClient[T, L](store, reg.Audit(), opts...)
+	return newClient[T, L](store, opts...)
 }

@@ -35,13 +35,7 @@ func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchTyp
 	if err != nil {
 		return zero, err
 	}
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: name, subresource: sub, options: &opts})
-	if err != nil {
-		return zero, err
-	}
-	rec.logRequestPatch(ctx, pt, data)
 	out, err := c.store.Patch(ctx, caller, name, pt, data, opts, sub)
-	rec.complete(ctx, 0, out, err)
 	if err != nil {
 		return zero, err
 	}
@@ -81,16 +75,7 @@ func (c *Client[T, L]) apply(ctx context.Context, obj *unstructured.Unstructured
 	if err != nil {
 		return zero, err
 	}
-	po := opts.ToPatchOptions()
-	ctx, rec, err := startAudit(ctx, c.audit, c.store, auditRequest{verb: "patch", namespace: caller.Namespace, name: obj.GetName(), subresource: sub, options: &po})
-	if err != nil {
-		return zero, err
-	}
-	if js, err := obj.MarshalJSON(); err == nil {
-		rec.logRequestPatch(ctx, types.ApplyYAMLPatchType, js)
-	}
-	out, err := c.store.Apply(ctx, caller, obj, po, sub)
-	rec.complete(ctx, 0, out, err)
+	out, err := c.store.Apply(ctx, caller, obj, opts.ToPatchOptions(), sub)
 	if err != nil {
 		return zero, err
 	}

@@ -12,7 +12,9 @@ import (
 // Namespace returns a new namespace of the test's own on the server (see
 // the package function Namespace), created as a Namespace object when the
 // server serves namespaces (batteries.Namespaces: namespaced creates then
-// need it), and only named otherwise.
+// need it), and only named otherwise. The create is an in-process request
+// of the server's own user (registry.ServerUser), audited as such when the
+// registry has an audit policy.
 func (s *Server) Namespace(tb testing.TB) string {
 	tb.Helper()
 	return newNamespace(tb, s.Registry())
@@ -32,7 +34,7 @@ func newNamespace(tb testing.TB, reg *registry.Registry) string {
 		return name
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := st.Create(tb.Context(), registry.Caller{DefaultManager: "customapitest"}, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := st.Create(registry.WithServerUser(tb.Context()), registry.Caller{DefaultManager: "customapitest"}, ns, metav1.CreateOptions{}); err != nil {
 		tb.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name

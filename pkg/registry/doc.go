@@ -78,11 +78,23 @@
 // SetDynamicAdmission because they need client-go clients.
 // Config.DisableAdmissionPlugins leaves plugins out by name.
 //
-// Config.Audit is the audit policy and sink of in-process requests; the
-// registry only hands it to the in-process client (Registry.Audit), which
-// audits its own calls (pkg/client). WithCreatedReport tells it when an
-// update or apply created its object (201), and Store.Codecs encodes the
-// events' objects.
+// Audit: the request layer audits every call of those Store methods
+// (audit.go) with Config.Audit, the policy and sink of in-process
+// requests, as k8s.io/apiserver's audit filters and handlers audit the
+// same request over HTTP: the policy evaluated for the context's user and
+// the request's attributes, the RequestReceived and ResponseComplete
+// stages (and ResponseStarted for a watch), the request body and the
+// response object as the handlers record them, the HTTP handlers' codes
+// (201 for a create and for an update or apply that created its object,
+// 202 for a delete with orphanDependents false that only marked it),
+// requestURI the path and query the request has over HTTP, userAgent
+// InProcessUserAgent and no source IPs. A call whose context already
+// carries an audit context (it is made while serving an HTTP request, or
+// from inside another in-process call, such as an admission plugin's
+// read) is part of that request and makes no event of its own; the audit
+// context is set before the policy is evaluated, so this holds when the
+// outer request's level is None too. The OnOpen hooks' writes during
+// Open (the default namespaces) are not requests and are not audited.
 //
 // See the Example functions (example_test.go; they run as tests).
 package registry

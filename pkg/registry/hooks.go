@@ -20,7 +20,9 @@ import (
 // openHooks calls the OnOpen hook of every resource that has one, in the
 // order of the resources, and installs what they return: each store gets
 // its own resource's RegistryHooks, and their AdmissionPlugins join the
-// admission chain. An OnOpen error fails Open.
+// admission chain. An OnOpen error fails Open. The hooks' requests to the
+// stores are part of opening the registry and make no audit events
+// (withoutAudit).
 func (r *Registry) openHooks(ctx context.Context) error {
 	type opened struct {
 		st    *Store
@@ -32,7 +34,7 @@ func (r *Registry) openHooks(ctx context.Context) error {
 			continue
 		}
 		st := r.stores[res.GroupVersionResource()]
-		hooks, err := res.OnOpen(ctx, r)
+		hooks, err := res.OnOpen(withoutAudit(ctx), r)
 		if err != nil {
 			return fmt.Errorf("registry: %s: %w", res.GroupResource(), err)
 		}

@@ -36,6 +36,12 @@ import (
 // BadRequest (400) for a patch changing the name, Conflict (409), and
 // patch.For's (400, 413, 415, 422).
 func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string) (runtime.Object, error) {
+	return s.audited(ctx, auditRequest{verb: "patch", namespace: c.Namespace, name: name, subresource: sub, options: &opts, patchType: pt, patch: data}, func(ctx context.Context) (runtime.Object, error) {
+		return s.patch(ctx, c, name, pt, data, opts, sub)
+	})
+}
+
+func (s *Store) patch(ctx context.Context, c Caller, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub string) (runtime.Object, error) {
 	if errs := metav1validation.ValidatePatchOptions(&opts, pt); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
@@ -55,7 +61,7 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 	if err != nil {
 		return nil, err
 	}
-	return s.fromStorage(s.patch(ctx, c, name, sub, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts))
+	return s.fromStorage(s.runPatch(ctx, c, name, sub, updater, mech, pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType, opts))
 }
 
 // Apply is server-side apply of obj, an apply configuration of the
@@ -65,6 +71,12 @@ func (s *Store) Patch(ctx context.Context, c Caller, name string, pt types.Patch
 // obj is not modified. The name is obj's. Errors as Patch; a conflict with
 // another manager is 409 Conflict naming it, unless opts.Force.
 func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructured, opts metav1.PatchOptions, sub string) (runtime.Object, error) {
+	return s.audited(ctx, auditRequest{verb: "patch", namespace: c.Namespace, name: obj.GetName(), subresource: sub, options: &opts, apply: obj}, func(ctx context.Context) (runtime.Object, error) {
+		return s.apply(ctx, c, obj, opts, sub)
+	})
+}
+
+func (s *Store) apply(ctx context.Context, c Caller, obj *unstructured.Unstructured, opts metav1.PatchOptions, sub string) (runtime.Object, error) {
 	if errs := metav1validation.ValidatePatchOptions(&opts, types.ApplyYAMLPatchType); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "", errs)
 	}
@@ -78,7 +90,7 @@ func (s *Store) Apply(ctx context.Context, c Caller, obj *unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	return s.fromStorage(s.patch(ctx, c, name, sub, updater, mech, true, opts))
+	return s.fromStorage(s.runPatch(ctx, c, name, sub, updater, mech, true, opts))
 }
 
 // patchResource is what package patch needs of the store's resource, with
@@ -92,11 +104,11 @@ func (s *Store) patchResource(fm *managedfields.FieldManager) patch.Resource {
 	return r
 }
 
-// patch runs mech inside the generic store's update, as upstream's
+// runPatch runs mech inside the generic store's update, as upstream's
 // patcher does: a missing object is NotFound unless the patch is an apply
 // (which creates it), and the result must keep the request's name and
 // namespace.
-func (s *Store) patch(ctx context.Context, c Caller, name, sub string, updater rest.Updater, mech patch.Mechanism, apply bool, opts metav1.PatchOptions) (runtime.Object, error) {
+func (s *Store) runPatch(ctx context.Context, c Caller, name, sub string, updater rest.Updater, mech patch.Mechanism, apply bool, opts metav1.PatchOptions) (runtime.Object, error) {
 	ctx = genericapirequest.WithNamespace(ctx, c.Namespace)
 	// mech runs again when the update retries on a conflict with a newer
 	// object; each warning reaches the caller once.

@@ -52,9 +52,11 @@ type Config struct {
 	// Open has returned: the stores read it).
 	AddToScheme []func(*runtime.Scheme) error
 	// Audit is the audit policy and sink of in-process requests (see
-	// Audit; pkg/client audits its calls with them); a server passes the
-	// ones of its --audit-* flags, so both doors log the same events.
-	// Zero: in-process requests are not audited.
+	// Audit): every store audits each call of its request methods with
+	// them (Store.Get, Create, ...: the in-process client's calls and
+	// any other); a server passes the ones of its --audit-* flags, so
+	// both doors log the same events. Zero: in-process requests are not
+	// audited.
 	Audit Audit
 	// AdmissionPlugins are users' Go admission plugins (resource.
 	// AdmissionPlugin), in order. The registry's admission chain, which
@@ -81,16 +83,16 @@ type Config struct {
 	ServeWhileLoading bool
 }
 
-// Audit is where the in-process door (pkg/client) sends the audit events
-// of its requests: the policy and the sink the HTTP server's audit filter
-// uses (k8s.io/apiserver's genericapiserver.Config AuditPolicyRuleEvaluator
-// and AuditBackend), so that a request gets the same event through either
-// door. Both must be set for requests to be audited; the zero value audits
-// nothing.
+// Audit is where the in-process door (the stores' request methods, which
+// pkg/client calls) sends the audit events of its requests: the policy
+// and the sink the HTTP server's audit filter uses (k8s.io/apiserver's
+// genericapiserver.Config AuditPolicyRuleEvaluator and AuditBackend), so
+// that a request gets the same event through either door. Both must be
+// set for requests to be audited; the zero value audits nothing.
 //
-// The registry only hands them over (Registry.Audit): whoever built the
-// sink runs and shuts it down (audit.Backend's Run and Shutdown; the
-// server does it for the backends of its --audit-* flags).
+// The registry only uses them: whoever built the sink runs and shuts it
+// down (audit.Backend's Run and Shutdown; the server does it for the
+// backends of its --audit-* flags).
 type Audit struct {
 	// Policy evaluates each request's attributes to a level (None,
 	// Metadata, Request, RequestResponse) and the stages to omit, for
@@ -291,7 +293,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	r.registerKinds()
 	objects := objectInterfaces{scheme: scheme, equivalent: r.equivalent}
 	for _, st := range r.stores {
-		st.admission, st.objects = r.admission, objects
+		st.admission, st.objects, st.audit = r.admission, objects, r.audit
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err
@@ -536,8 +538,8 @@ func (r *Registry) Resources() []resource.Resource {
 func (r *Registry) Scheme() *runtime.Scheme { return r.scheme }
 
 // Audit returns the audit policy and sink of in-process requests the
-// registry was opened with (Config.Audit; zero: not audited), for the
-// in-process client.
+// registry was opened with (Config.Audit; zero: not audited), with which
+// its stores audit their request methods.
 func (r *Registry) Audit() Audit { return r.audit }
 
 // StorageConfig returns the storage configuration the registry's stores

@@ -3,8 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -28,7 +28,10 @@ import (
 
 // Caller is what an HTTP request carries besides its body and options, for
 // the in-process request layer (Store.Get, List, Watch, Create, Update,
-// Patch, Apply, Delete, DeleteCollection).
+// Patch, Apply, Delete, DeleteCollection). The user is the context's
+// (k8s.io/apiserver/pkg/endpoints/request.WithUser). Each call of those
+// methods is audited with the registry's Config.Audit as the same request
+// over HTTP, unless its context is already part of a request (audit.go).
 type Caller struct {
 	// Namespace is the request's namespace: the object's for a namespaced
 	// resource, "" for a cluster-scoped one, and for a list, watch or
@@ -38,28 +41,6 @@ type Caller struct {
 	// the options name none; over HTTP it is the User-Agent up to its first
 	// "/" (see FieldManagerFromUserAgent). Reads and deletes ignore it.
 	DefaultManager string
-}
-
-// createdKey is the context key of WithCreatedReport's flag.
-type createdKey struct{}
-
-// WithCreatedReport returns ctx for a call of Store.Update, Patch or Apply
-// and a function that reports, once the call has returned, whether it
-// created the object (an update or apply of a missing object, which the
-// HTTP handlers answer with 201 Created instead of 200). The in-process
-// client uses it for the code of its audit events; the stores' signatures
-// stay those of client-go.
-func WithCreatedReport(ctx context.Context) (context.Context, func() bool) {
-	created := new(atomic.Bool)
-	return context.WithValue(ctx, createdKey{}, created), created.Load
-}
-
-// markCreated notes for WithCreatedReport that the call of ctx created its
-// object.
-func markCreated(ctx context.Context, created bool) {
-	if flag, ok := ctx.Value(createdKey{}).(*atomic.Bool); ok && created {
-		flag.Store(true)
-	}
 }
 
 // writeLayer is what the in-process request layer adds to the generic
@@ -108,8 +89,10 @@ func (s *Store) target(name, sub string) (rest.Updater, *managedfields.FieldMana
 // watch cache's): the caller must not modify it. Errors: NotFound (404),
 // BadRequest (400) for an invalid namespace.
 func (s *Store) Get(ctx context.Context, c Caller, name string, opts metav1.GetOptions) (runtime.Object, error) {
-	s.WarnDeprecated(ctx, "")
-	return s.fromStorage(s.mainREST().Get(genericapirequest.WithNamespace(ctx, c.Namespace), name, &opts))
+	return s.audited(ctx, auditRequest{verb: "get", namespace: c.Namespace, name: name, options: &opts}, func(ctx context.Context) (runtime.Object, error) {
+		s.WarnDeprecated(ctx, "")
+		return s.fromStorage(s.mainREST().Get(genericapirequest.WithNamespace(ctx, c.Namespace), name, &opts))
+	})
 }
 
 // List returns the objects matching opts as kube-apiserver's list handler
@@ -120,12 +103,14 @@ func (s *Store) Get(ctx context.Context, c Caller, name string, opts metav1.GetO
 // field label, Invalid (422) for inconsistent options, Gone (410) for an
 // expired continue token.
 func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (runtime.Object, error) {
-	s.WarnDeprecated(ctx, "")
-	internal, err := s.listOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	return s.fromStorage(s.mainREST().List(genericapirequest.WithNamespace(ctx, c.Namespace), internal))
+	return s.audited(ctx, auditRequest{verb: "list", namespace: c.Namespace, options: &opts}, func(ctx context.Context) (runtime.Object, error) {
+		s.WarnDeprecated(ctx, "")
+		internal, err := s.listOptions(opts)
+		if err != nil {
+			return nil, err
+		}
+		return s.fromStorage(s.mainREST().List(genericapirequest.WithNamespace(ctx, c.Namespace), internal))
+	})
 }
 
 // Watch streams the events of the objects matching opts as
@@ -133,8 +118,21 @@ func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (ru
 // List. Event objects may be shared with other watchers (the watch cache's
 // runtime.CacheableObject): the caller must not modify them.
 func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (watch.Interface, error) {
-	s.WarnDeprecated(ctx, "")
 	opts.Watch = true
+	ctx, a, err := s.startAudit(ctx, auditRequest{verb: "watch", namespace: c.Namespace, options: &opts})
+	if err != nil {
+		return nil, err
+	}
+	w, err := s.watch(ctx, c, opts)
+	if err != nil {
+		a.complete(ctx, 0, nil, err)
+		return nil, err
+	}
+	return a.watch(ctx, w), nil
+}
+
+func (s *Store) watch(ctx context.Context, c Caller, opts metav1.ListOptions) (watch.Interface, error) {
+	s.WarnDeprecated(ctx, "")
 	internal, err := s.listOptions(opts)
 	if err != nil {
 		return nil, err
@@ -146,8 +144,25 @@ func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (w
 // opts.Preconditions must match (Conflict, 409), an object with finalizers
 // is only marked with deletionTimestamp. It returns what the generic store
 // returns: the deleted (or marked) object, or a Status, and whether the
-// object is gone. Errors: NotFound (404), Conflict (409).
+// object is gone. Errors: NotFound (404), Conflict (409). Its audit
+// event's code is the delete handler's: 202 Accepted when the object is
+// not gone yet and opts.OrphanDependents is false, else 200.
 func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
+	ctx, a, err := s.startAudit(ctx, auditRequest{verb: "delete", namespace: c.Namespace, name: name, deleteOptions: &opts})
+	if err != nil {
+		return nil, false, err
+	}
+	out, deleted, err := s.delete(ctx, c, name, opts)
+	code := 0
+	//lint:ignore SA1019 the HTTP delete handler's rule for 202
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+		code = http.StatusAccepted
+	}
+	a.complete(ctx, code, out, err)
+	return out, deleted, err
+}
+
+func (s *Store) delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
 	s.WarnDeprecated(ctx, "")
 	req := s.newAdmissionRequest(ctx, c.Namespace, name, "", opts.DryRun)
 	validate := rest.AdmissionToValidateObjectDeleteFunc(s.admit(), req.attributes(nil, nil, admission.Delete, deleteOptions(&opts)), s.objects)
@@ -159,14 +174,16 @@ func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.D
 // DeleteCollection deletes every object matching listOpts (options as
 // List), as Delete does each, and returns the list of what it deleted.
 func (s *Store) DeleteCollection(ctx context.Context, c Caller, opts metav1.DeleteOptions, listOpts metav1.ListOptions) (runtime.Object, error) {
-	s.WarnDeprecated(ctx, "")
-	internal, err := s.listOptions(listOpts)
-	if err != nil {
-		return nil, err
-	}
-	req := s.newAdmissionRequest(ctx, c.Namespace, "", "", opts.DryRun)
-	validate := rest.AdmissionToValidateObjectDeleteFunc(s.admit(), req.attributes(nil, nil, admission.Delete, deleteOptions(&opts)), s.objects)
-	return s.fromStorage(s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), validate, &opts, internal))
+	return s.audited(ctx, auditRequest{verb: "deletecollection", namespace: c.Namespace, options: &listOpts, deleteOptions: &opts}, func(ctx context.Context) (runtime.Object, error) {
+		s.WarnDeprecated(ctx, "")
+		internal, err := s.listOptions(listOpts)
+		if err != nil {
+			return nil, err
+		}
+		req := s.newAdmissionRequest(ctx, c.Namespace, "", "", opts.DryRun)
+		validate := rest.AdmissionToValidateObjectDeleteFunc(s.admit(), req.attributes(nil, nil, admission.Delete, deleteOptions(&opts)), s.objects)
+		return s.fromStorage(s.mainREST().DeleteCollection(genericapirequest.WithNamespace(ctx, c.Namespace), validate, &opts, internal))
+	})
 }
 
 // listOptions converts and validates list options as kube-apiserver's list
@@ -204,6 +221,12 @@ func (s *Store) listOptions(opts metav1.ListOptions) (*metainternalversion.ListO
 // Errors are the generic store's: AlreadyExists (409), Invalid (422),
 // RequestEntityTooLarge (413).
 func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
+	return s.audited(ctx, auditRequest{verb: "create", namespace: c.Namespace, options: &opts, object: obj}, func(ctx context.Context) (runtime.Object, error) {
+		return s.create(ctx, c, obj, opts)
+	})
+}
+
+func (s *Store) create(ctx context.Context, c Caller, obj runtime.Object, opts metav1.CreateOptions) (runtime.Object, error) {
 	if errs := metav1validation.ValidateCreateOptions(&opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "CreateOptions"}, "", errs)
 	}
@@ -251,6 +274,16 @@ func (s *Store) Create(ctx context.Context, c Caller, obj runtime.Object, opts m
 // also for an unknown subresource; Conflict (409) for a stale
 // resourceVersion; Invalid (422).
 func (s *Store) Update(ctx context.Context, c Caller, obj runtime.Object, opts metav1.UpdateOptions, sub string) (runtime.Object, error) {
+	name := ""
+	if m, err := meta.Accessor(obj); err == nil {
+		name = m.GetName()
+	}
+	return s.audited(ctx, auditRequest{verb: "update", namespace: c.Namespace, name: name, subresource: sub, options: &opts, object: obj}, func(ctx context.Context) (runtime.Object, error) {
+		return s.update(ctx, c, obj, opts, sub)
+	})
+}
+
+func (s *Store) update(ctx context.Context, c Caller, obj runtime.Object, opts metav1.UpdateOptions, sub string) (runtime.Object, error) {
 	if errs := metav1validation.ValidateUpdateOptions(&opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "UpdateOptions"}, "", errs)
 	}

@@ -41,6 +41,9 @@ type Store struct {
 	// plugins; set by Open.
 	admission *admissionChain
 	objects   objectInterfaces
+	// audit is the registry's audit policy and sink (Config.Audit), with
+	// which the request methods audit each call (audit.go); set by Open.
+	audit Audit
 
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.
@@ -63,12 +66,6 @@ type Store struct {
 
 // Resource returns the declaration the store was built from.
 func (s *Store) Resource() resource.Resource { return s.res }
-
-// Codecs returns the serializers of the store's scheme (the registry's
-// one codec factory of the in-process request layer), for what encodes the
-// store's objects as the HTTP server does, such as the in-process client's
-// audit events (k8s.io/apiserver/pkg/audit.LogRequestObject).
-func (s *Store) Codecs() runtime.NegotiatedSerializer { return s.writes.codecs }
 
 // newStore builds the store of res. scheme must know res (see
 // resource.NewScheme), optsGetter is storage.Config.RESTOptionsGetter and

@@ -106,7 +106,9 @@ type Resource struct {
 	// (objects that must exist from the start) and what it adds to that
 	// registry (RegistryHooks: an admission of every create, a REST delete
 	// of its own, a controller). An error fails Open. The RegistryHooks of
-	// several resources all apply, in the order of the resources.
+	// several resources all apply, in the order of the resources. What
+	// the hook writes through the registry's stores with ctx is part of
+	// opening the registry, not a request: it is not audited.
 	OnOpen func(ctx context.Context, reg Registry) (RegistryHooks, error)
 	// PrinterColumns are the extra columns of `kubectl get`, after NAME and
 	// before AGE.

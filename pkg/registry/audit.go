@@ -1,4 +1,4 @@
-package client
+package registry
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -23,17 +25,17 @@ import (
 	"k8s.io/apiserver/pkg/util/apihelpers"
 
 	"github.com/customapi/customapi/pkg/patch"
-	"github.com/customapi/customapi/pkg/registry"
 )
 
-// InProcessUserAgent is the userAgent of the audit events of the client's
-// requests (an HTTP request's is its User-Agent header). Their sourceIPs
-// are empty: no network is involved.
+// InProcessUserAgent is the userAgent of the audit events of in-process
+// requests (the Store request methods; an HTTP request's is its
+// User-Agent header). Their sourceIPs are empty: no network is involved.
 const InProcessUserAgent = "customapi-in-process"
 
-// auditRequest is what a client call is, for its audit event: the parts
-// of an HTTP request's RequestInfo the path carries. The resource (group,
-// version, plural) is the store's; the user is the context's
+// auditRequest is what a call of a Store request method is, for its audit
+// event: the parts of an HTTP request's RequestInfo the path carries, and
+// the body the handler records. The resource (group, version, plural) is
+// the store's; the user is the context's
 // (k8s.io/apiserver/pkg/endpoints/request.WithUser), none when it has none.
 type auditRequest struct {
 	// verb is the Kubernetes verb: create, get, list, watch, update,
@@ -50,56 +52,88 @@ type auditRequest struct {
 	// the query (metav1.CreateOptions, GetOptions, ...); they become the
 	// query of the event's requestURI. Nil: no query.
 	options runtime.Object
+
+	// The request's body, recorded as the HTTP handlers record theirs (at
+	// most one is set): object for a create or update
+	// (logRequestObject), deleteOptions for a delete or deletecollection
+	// (logDeleteOptions), patchType and patch for a patch, apply for a
+	// server-side apply, recorded as its JSON manifest (logRequestPatch).
+	object        runtime.Object
+	deleteOptions *metav1.DeleteOptions
+	patchType     types.PatchType
+	patch         []byte
+	apply         *unstructured.Unstructured
 }
 
-// auditedRequest is one client call being audited: ctx (returned by
-// startAudit) holds its audit context (k8s.io/apiserver/pkg/audit
-// .AuditContext). A nil *auditedRequest (a call the policy does not audit,
-// or a registry without Config.Audit) does nothing.
+// auditedRequest is one call of a Store request method being audited: ctx
+// (returned by startAudit) holds its audit context
+// (k8s.io/apiserver/pkg/audit.AuditContext). A nil *auditedRequest (a call
+// the policy does not audit, or a registry without Config.Audit) does
+// nothing.
 type auditedRequest struct {
-	store   *registry.Store
+	store   *Store
 	request auditRequest
 	// created reports whether an update or patch created the object
-	// (registry.WithCreatedReport): 201.
+	// (withCreatedReport): 201.
 	created func() bool
 
 	mu   sync.Mutex
 	done bool // ResponseComplete was sent
 }
 
-// startAudit begins the audit event of a call to store, as
-// k8s.io/apiserver's WithAudit filter does for an HTTP request, with cfg,
-// the registry's audit policy and sink (registry.Config.Audit; either
-// unset: no event): the policy is evaluated for the request's attributes (the user
-// from ctx, verb, namespace, resource, subresource, name, path), and
-// unless the level is None the RequestReceived stage is sent with the
-// request's metadata (upstream's audit.LogRequestMetadata): a fresh audit
-// ID, requestURI the path (and query of req.options) the same request has
-// over HTTP, userAgent InProcessUserAgent, no sourceIPs. It returns ctx
-// carrying the audit context, for the store's calls, and the request to
-// complete (nil when not audited). The error is a 500 InternalError when
-// the sink refuses the RequestReceived event (counted in
-// apiserver_audit_requests_rejected_total), as over HTTP.
+// audited runs call, the body of a request method, as the request req:
+// startAudit, then complete with call's outcome and the code the HTTP
+// handler answers.
+func (s *Store) audited(ctx context.Context, req auditRequest, call func(context.Context) (runtime.Object, error)) (runtime.Object, error) {
+	ctx, a, err := s.startAudit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := call(ctx)
+	a.complete(ctx, 0, out, err)
+	return out, err
+}
+
+// startAudit begins the audit event of a call of the store's request
+// methods, as k8s.io/apiserver's WithAuditInit and WithAudit filters do
+// for an HTTP request, with the registry's audit policy and sink
+// (Config.Audit; either unset: no event): ctx gets an audit context, the
+// policy is evaluated for the request's attributes (the user from ctx,
+// verb, namespace, resource, subresource, name, path), and unless the
+// level is None the RequestReceived stage is sent with the request's
+// metadata (upstream's audit.LogRequestMetadata): a fresh audit ID,
+// requestURI the path (and query of req.options) the same request has
+// over HTTP, userAgent InProcessUserAgent, no sourceIPs; then the request
+// body is recorded. It returns ctx carrying the audit context, for the
+// rest of the call, and the request to complete (nil when not audited).
+// The error is a 500 InternalError when the sink refuses the
+// RequestReceived event (counted in apiserver_audit_requests_rejected_total),
+// as over HTTP.
 //
 // A ctx that already carries an audit context (a call made while serving
-// an HTTP request, with that request's context) is part of that request:
-// no event of its own is made.
-func startAudit(ctx context.Context, cfg registry.Audit, store *registry.Store, req auditRequest) (context.Context, *auditedRequest, error) {
+// an HTTP request, with that request's context, or from inside another
+// in-process call, such as an admission plugin's read) is part of that
+// request: no event of its own is made. The audit context is set before
+// the policy is evaluated, as WithAuditInit sets it for every HTTP
+// request, so a call at level None also makes the calls nested in it part
+// of it.
+func (s *Store) startAudit(ctx context.Context, req auditRequest) (context.Context, *auditedRequest, error) {
+	cfg := s.audit
 	if cfg.Policy == nil || cfg.Sink == nil || audit.AuditContextFrom(ctx) != nil {
-		return ctx, nil, nil
-	}
-	attrs := auditAttributes(ctx, store, req)
-	rac := cfg.Policy.EvaluatePolicyRule(attrs)
-	audit.ObservePolicyLevel(ctx, rac.Level)
-	if rac.Level == auditinternal.LevelNone {
 		return ctx, nil, nil
 	}
 	ctx = audit.WithAuditContext(ctx)
 	ac := audit.AuditContextFrom(ctx)
-	audit.WithAuditID(ctx, uuid.NewUUID())
+	attrs := s.auditAttributes(ctx, req)
+	rac := cfg.Policy.EvaluatePolicyRule(attrs)
+	audit.ObservePolicyLevel(ctx, rac.Level)
 	if err := ac.Init(rac, cfg.Sink); err != nil {
 		return ctx, nil, apierrors.NewInternalError(err)
 	}
+	if rac.Level == auditinternal.LevelNone {
+		return ctx, nil, nil
+	}
+	audit.WithAuditID(ctx, uuid.NewUUID())
 	u := &url.URL{Path: attrs.Path}
 	if req.options != nil {
 		if q, err := metav1.ParameterCodec.EncodeParameters(req.options, metav1.SchemeGroupVersion); err == nil {
@@ -114,18 +148,34 @@ func startAudit(ctx context.Context, cfg registry.Audit, store *registry.Store, 
 		audit.ApiserverAuditDroppedCounter.WithContext(ctx).Inc()
 		return ctx, nil, apierrors.NewInternalError(errors.New("failed to store audit event"))
 	}
-	a := &auditedRequest{store: store, request: req}
+	a := &auditedRequest{store: s, request: req}
+	a.logRequestBody(ctx)
 	if req.verb == "update" || req.verb == "patch" {
-		ctx, a.created = registry.WithCreatedReport(ctx)
+		ctx, a.created = withCreatedReport(ctx)
 	}
 	return ctx, a, nil
 }
 
+// withoutAudit returns ctx as part of no audited request: with an audit
+// context at level None, what upstream's filters leave for a request the
+// policy does not audit, so that the request methods called with it make
+// no event. Open runs the OnOpen hooks with it: what they write (the
+// default namespaces) is part of opening the registry, not a request.
+func withoutAudit(ctx context.Context) context.Context {
+	if audit.AuditContextFrom(ctx) != nil {
+		return ctx
+	}
+	ctx = audit.WithAuditContext(ctx)
+	// A fresh context: Init cannot fail.
+	_ = audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelNone}, nil)
+	return ctx
+}
+
 // auditAttributes are the authorizer attributes of req, as the HTTP
 // server's RequestInfo gives them to the audit policy.
-func auditAttributes(ctx context.Context, store *registry.Store, req auditRequest) authorizer.AttributesRecord {
+func (s *Store) auditAttributes(ctx context.Context, req auditRequest) authorizer.AttributesRecord {
 	u, _ := genericapirequest.UserFrom(ctx)
-	gvr := store.Resource().GroupVersionResource()
+	gvr := s.res.GroupVersionResource()
 	ns := req.namespace
 	if gvr.Resource == "namespaces" && req.name != "" {
 		// RequestInfo reads /namespaces/NAME at the start of a resource
@@ -136,22 +186,21 @@ func auditAttributes(ctx context.Context, store *registry.Store, req auditReques
 	return authorizer.AttributesRecord{
 		User: u, Verb: req.verb, Namespace: ns, APIGroup: gvr.Group, APIVersion: gvr.Version,
 		Resource: gvr.Resource, Subresource: req.subresource, Name: req.name, ResourceRequest: true,
-		Path: requestPath(store, req.namespace, req.name, req.subresource),
+		Path: s.requestPath(req.namespace, req.name, req.subresource),
 	}
 }
 
 // requestPath is the URL path of a request for the store's resource:
 // /api/v1/... for the core group, /apis/<group>/<version>/... otherwise.
-func requestPath(store *registry.Store, ns, name, sub string) string {
-	res := store.Resource()
-	gvr := res.GroupVersionResource()
+func (s *Store) requestPath(ns, name, sub string) string {
+	gvr := s.res.GroupVersionResource()
 	var b strings.Builder
 	if gvr.Group == "" {
 		b.WriteString("/api/" + gvr.Version)
 	} else {
 		b.WriteString("/apis/" + gvr.Group + "/" + gvr.Version)
 	}
-	if ns != "" && !res.ClusterScoped {
+	if ns != "" && !s.res.ClusterScoped {
 		b.WriteString("/namespaces/" + ns)
 	}
 	b.WriteString("/" + gvr.Resource)
@@ -164,26 +213,38 @@ func requestPath(store *registry.Store, ns, name, sub string) string {
 	return b.String()
 }
 
+// logRequestBody records the request's body (auditRequest's object,
+// deleteOptions, patch or apply) in the event.
+func (a *auditedRequest) logRequestBody(ctx context.Context) {
+	req := a.request
+	switch {
+	case req.object != nil:
+		a.logRequestObject(ctx, req.object)
+	case req.deleteOptions != nil:
+		a.logDeleteOptions(ctx, req.deleteOptions)
+	case req.apply != nil:
+		if js, err := req.apply.MarshalJSON(); err == nil {
+			a.logRequestPatch(ctx, types.ApplyYAMLPatchType, js)
+		}
+	case req.patchType != "":
+		a.logRequestPatch(ctx, req.patchType, req.patch)
+	}
+}
+
 // logRequestObject records obj, the object of a create or update, in the
 // event (its name and namespace in objectRef; the object itself at levels
 // Request and RequestResponse), as upstream's create and update handlers
 // do with audit.LogRequestObject.
 func (a *auditedRequest) logRequestObject(ctx context.Context, obj runtime.Object) {
-	if a == nil || obj == nil {
-		return
-	}
-	res := a.store.Resource()
-	audit.LogRequestObject(ctx, obj, res.GroupVersionKind.GroupVersion(), res.GroupVersionResource(), a.request.subresource, a.store.Codecs())
+	res := a.store.res
+	audit.LogRequestObject(ctx, obj, res.GroupVersionKind.GroupVersion(), res.GroupVersionResource(), a.request.subresource, a.store.writes.codecs)
 }
 
 // logDeleteOptions records the options of a delete or deletecollection as
 // its request object, as upstream's delete handler records the
 // DeleteOptions body client-go sends.
 func (a *auditedRequest) logDeleteOptions(ctx context.Context, opts *metav1.DeleteOptions) {
-	if a == nil || opts == nil {
-		return
-	}
-	audit.LogRequestObject(ctx, opts, metav1.SchemeGroupVersion, a.store.Resource().GroupVersionResource(), a.request.subresource, apihelpers.GetMetaInternalVersionCodecs())
+	audit.LogRequestObject(ctx, opts, metav1.SchemeGroupVersion, a.store.res.GroupVersionResource(), a.request.subresource, apihelpers.GetMetaInternalVersionCodecs())
 }
 
 // logRequestPatch records a patch body of type pt as the request object
@@ -193,9 +254,6 @@ func (a *auditedRequest) logDeleteOptions(ctx context.Context, opts *metav1.Dele
 // fails with 400, or 415 for an unknown patch type, whose body the HTTP
 // server refuses before recording it too.
 func (a *auditedRequest) logRequestPatch(ctx context.Context, pt types.PatchType, data []byte) {
-	if a == nil {
-		return
-	}
 	if js, err := patch.ToJSON(pt, data); err == nil {
 		audit.LogRequestPatch(ctx, js)
 	}
@@ -220,11 +278,11 @@ func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Obj
 	}
 	a.done = true
 	a.mu.Unlock()
-	gv := a.store.Resource().GroupVersionKind.GroupVersion()
+	gv := a.store.res.GroupVersionKind.GroupVersion()
 	switch {
 	case err != nil:
 		status := responsewriters.ErrorToAPIStatus(err)
-		audit.LogResponseObject(ctx, status, gv, a.store.Codecs())
+		audit.LogResponseObject(ctx, status, gv, a.store.writes.codecs)
 		code = int(status.Code)
 	default:
 		if code == 0 {
@@ -234,7 +292,7 @@ func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Obj
 			}
 		}
 		if obj != nil {
-			audit.LogResponseObject(ctx, obj, gv, a.store.Codecs())
+			audit.LogResponseObject(ctx, obj, gv, a.store.writes.codecs)
 		}
 	}
 	ac := audit.AuditContextFrom(ctx)
@@ -245,7 +303,8 @@ func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Obj
 // watch returns w with its audit event: the ResponseStarted stage (code
 // 200) is sent now, as for an HTTP watch (a long-running request), and
 // ResponseComplete once the watch ends (Stop, or its channel closes when
-// ctx ends). Events pass unchanged.
+// ctx ends), before the returned watch's channel closes. Events pass
+// unchanged.
 func (a *auditedRequest) watch(ctx context.Context, w watch.Interface) watch.Interface {
 	if a == nil {
 		return w
@@ -255,8 +314,8 @@ func (a *auditedRequest) watch(ctx context.Context, w watch.Interface) watch.Int
 	ac.ProcessEventStage(ctx, auditinternal.StageResponseStarted)
 	aw := &auditedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
-		defer a.complete(ctx, http.StatusOK, nil, nil)
 		defer close(aw.out)
+		defer a.complete(ctx, http.StatusOK, nil, nil)
 		for {
 			select {
 			case ev, ok := <-w.ResultChan():
@@ -295,3 +354,24 @@ func (w *auditedWatch) Stop() {
 
 // ResultChan implements watch.Interface.
 func (w *auditedWatch) ResultChan() <-chan watch.Event { return w.out }
+
+// createdKey is the context key of withCreatedReport's flag.
+type createdKey struct{}
+
+// withCreatedReport returns ctx for the rest of an audited update, patch
+// or apply and a function that reports, once the call has returned,
+// whether it created the object (an update or apply of a missing object,
+// which the HTTP handlers answer with 201 Created instead of 200), for the
+// code of its audit event.
+func withCreatedReport(ctx context.Context) (context.Context, func() bool) {
+	created := new(atomic.Bool)
+	return context.WithValue(ctx, createdKey{}, created), created.Load
+}
+
+// markCreated notes for withCreatedReport that the call of ctx created its
+// object.
+func markCreated(ctx context.Context, created bool) {
+	if flag, ok := ctx.Value(createdKey{}).(*atomic.Bool); ok && created {
+		flag.Store(true)
+	}
+}
