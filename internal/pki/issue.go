@@ -74,13 +74,21 @@ func (ca *KeyPair) IssueClient(spec Spec) (*KeyPair, error) {
 	return ca.issue(spec, x509.ExtKeyUsageClientAuth)
 }
 
-func (ca *KeyPair) issue(spec Spec, usage x509.ExtKeyUsage) (*KeyPair, error) {
+// IssuePeer returns a new ECDSA P-256 key and a certificate for it signed
+// by ca for both ends of a TLS connection between peers (extended key
+// usages serverAuth and clientAuth), such as the members of an etcd
+// cluster, on spec's DNS names and IP addresses.
+func (ca *KeyPair) IssuePeer(spec Spec) (*KeyPair, error) {
+	return ca.issue(spec, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+}
+
+func (ca *KeyPair) issue(spec Spec, usages ...x509.ExtKeyUsage) (*KeyPair, error) {
 	if ca == nil || ca.Cert == nil || ca.Key == nil {
 		return nil, errors.New("pki: no CA to sign with")
 	}
 	return create(spec, ca, func(t *x509.Certificate) {
 		t.KeyUsage = x509.KeyUsageDigitalSignature
-		t.ExtKeyUsage = []x509.ExtKeyUsage{usage}
+		t.ExtKeyUsage = usages
 	})
 }
 

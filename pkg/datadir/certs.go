@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"bytes"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -18,13 +19,16 @@ const certValidity = 10 * 365 * 24 * time.Hour
 // EnsureCertificates loads the CA (CACertFile, CAKeyFile) and the serving
 // certificate (ServingCertFile, ServingKeyFile) from the data dir dir, or
 // generates them (ECDSA P-256, valid for ten years) when absent. The
-// serving certificate covers localhost, 127.0.0.1, ::1, the host name and
-// bindAddress (unless nil, unspecified or loopback); it is generated anew
-// when it does not cover them, was not signed by the CA or expires within
-// 30 days. The CA is never replaced: a CA certificate that exists but
-// cannot be read, or whose key cannot, is an error. It returns the CA
-// certificate in PEM form.
-func EnsureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
+// serving certificate covers localhost, 127.0.0.1, ::1, the host name,
+// bindAddress (unless nil, unspecified or loopback) and sans (IP addresses
+// or DNS names: --tls-san, --advertise-address); it is generated anew when
+// it does not cover them, was not signed by the CA or expires within 30
+// days. ServingCertFile holds the CA's certificate after the serving one,
+// so that the server presents it (a joining server checks it against its
+// join token's pin, JoinToken). The CA is never replaced: a CA certificate
+// that exists but cannot be read, or whose key cannot, is an error. It
+// returns the CA certificate in PEM form.
+func EnsureCertificates(dir string, bindAddress net.IP, sans ...string) ([]byte, error) {
 	ca, caPEM, err := loadOrCreateCA(dir)
 	if err != nil {
 		return nil, err
@@ -37,9 +41,16 @@ func EnsureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	if host, err := os.Hostname(); err == nil && host != "" && host != "localhost" {
 		names = append(names, host)
 	}
+	for _, san := range sans {
+		if ip := net.ParseIP(san); ip != nil {
+			ips = append(ips, ip)
+		} else if san != "" {
+			names = append(names, san)
+		}
+	}
 	certPath := filepath.Join(dir, ServingCertFile)
 	if current, err := pki.ReadCert(certPath); err == nil && current.CheckSignatureFrom(ca.Cert) == nil &&
-		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) {
+		time.Until(current.NotAfter) > 30*24*time.Hour && covers(current, names, ips) && holdsCA(certPath, caPEM) {
 		return caPEM, nil
 	}
 	serving, err := ca.IssueServing(pki.Spec{
@@ -55,7 +66,17 @@ func EnsureCertificates(dir string, bindAddress net.IP) ([]byte, error) {
 	if err := serving.WriteFiles(certPath, filepath.Join(dir, ServingKeyFile)); err != nil {
 		return nil, err
 	}
+	if err := pki.WriteFileAtomic(certPath, append(serving.CertPEM(), caPEM...), 0o644); err != nil {
+		return nil, err
+	}
 	return caPEM, nil
+}
+
+// holdsCA says whether the serving certificate file at path ends with the
+// CA certificate caPEM.
+func holdsCA(path string, caPEM []byte) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.HasSuffix(bytes.TrimSpace(data), bytes.TrimSpace(caPEM))
 }
 
 // loadOrCreateCA returns the CA of dir (ca.crt, ca.key) and its certificate

@@ -132,7 +132,50 @@ type EmbeddedConfig struct {
 	// ("Running http and grpc server on single port", "simple token is not
 	// cryptographically signed") are expected here.
 	LogLevel string
+	// Peer, when set, makes the member able to be one of a cluster of
+	// several: it listens for its peers (see PeerConfig). Nil: a single
+	// member without a peer listener.
+	Peer *PeerConfig
 }
+
+// PeerConfig makes an embedded etcd a member of a cluster of embedded
+// etcds (EmbeddedConfig.Peer): it listens for its peers on URL, over TLS
+// with a certificate of the cluster's peer CA (mutual: a peer must present
+// one too), and talks raft with them at etcd's own default timing
+// (heartbeat 100 ms, election 1 s), which tolerates a network. Its client
+// listener stays on loopback: each server uses its own member.
+type PeerConfig struct {
+	// Name is the member's name, unique in the cluster; "" means
+	// EmbeddedMemberName. A member keeps the name it was added with.
+	Name string
+	// URL is where the member's peers reach it, https://host:port (etcd's
+	// --initial-advertise-peer-urls); the member listens on that address
+	// (on every interface when host is a DNS name). Required.
+	URL string
+	// CAFile and CAKeyFile are the cluster's peer CA (PEM certificate and
+	// ECDSA key), shared by every member: StartEmbedded issues the member's
+	// peer certificate for URL's host from it (<DataDir>/tls/peer.crt,
+	// renewed when it is not valid for that host and CA, or expires within
+	// 30 days), and the member accepts only peers whose certificate it
+	// signed. Required.
+	CAFile, CAKeyFile string
+	// InitialCluster joins an existing cluster: its members as
+	// "name=url,..." with this member's own entry, after the member was
+	// added to it (clientv3.Cluster.MemberAddAsLearner); etcd's
+	// --initial-cluster with --initial-cluster-state=existing. Empty: a new
+	// cluster of this member alone. Ignored once the data dir holds the
+	// member's data: a restart rejoins the cluster it records.
+	InitialCluster string
+}
+
+// peerRaft is the raft timing of a member with peers (etcd's defaults, in
+// milliseconds): they tolerate a network's latency and a busy peer, where
+// a single member's short timing (EmbeddedHeartbeatMs) would call
+// elections.
+const (
+	peerHeartbeatMs = 100
+	peerElectionMs  = 1000
+)
 
 // EffectiveQuotaBackendBytes is the quota the embedded etcd runs with:
 // QuotaBackendBytes, or DefaultQuotaBackendBytes for 0.
@@ -193,6 +236,11 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Peer != nil {
+		if tlsFiles, err = ensurePeerTLS(tlsFiles, *cfg.Peer); err != nil {
+			return nil, err
+		}
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -230,6 +278,12 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			e.Close()
 			return nil, fmt.Errorf("etcd: waiting for readiness: %w", ctx.Err())
 		}
+		if cfg.Peer != nil {
+			if err := waitPromoted(ctx, e); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
 		endpoints := make([]string, 0, len(e.Clients))
 		for _, l := range e.Clients {
 			endpoints = append(endpoints, "https://"+l.Addr().String())
@@ -263,22 +317,29 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 	// then present a client certificate too.
 	ec.ClientTLSInfo.ClientCertFile = certs.clientCert
 	ec.ClientTLSInfo.ClientKeyFile = certs.clientKey
-	// A single member never talks to peers, so it listens for none. The
-	// cluster still needs an advertised peer URL to name the member: port 0
-	// on loopback, where nothing can listen. (Data dirs of older versions
-	// keep the peer URL they were created with; it is not dialed either.)
-	ec.ListenPeerUrls = nil
-	peerURL, err := url.Parse(EmbeddedPeerURL)
-	if err != nil {
-		return nil, fmt.Errorf("etcd: peer URL: %w", err)
+	if cfg.Peer != nil {
+		if err := applyPeer(ec, *cfg.Peer, certs); err != nil {
+			return nil, err
+		}
+	} else {
+		// A single member never talks to peers, so it listens for none.
+		// The cluster still needs an advertised peer URL to name the
+		// member: port 0 on loopback, where nothing can listen. (Data
+		// dirs of older versions keep the peer URL they were created
+		// with; it is not dialed either.)
+		ec.ListenPeerUrls = nil
+		peerURL, err := url.Parse(EmbeddedPeerURL)
+		if err != nil {
+			return nil, fmt.Errorf("etcd: peer URL: %w", err)
+		}
+		ec.AdvertisePeerUrls = []url.URL{*peerURL}
+		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+		// A restart with an existing data dir rejoins its own cluster
+		// whatever the advertised URLs say.
+		ec.StrictReconfigCheck = false
+		ec.TickMs = EmbeddedHeartbeatMs
+		ec.ElectionMs = EmbeddedElectionMs
 	}
-	ec.AdvertisePeerUrls = []url.URL{*peerURL}
-	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	// A restart with an existing data dir rejoins its own cluster whatever
-	// the advertised URLs say.
-	ec.StrictReconfigCheck = false
-	ec.TickMs = EmbeddedHeartbeatMs
-	ec.ElectionMs = EmbeddedElectionMs
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	if cfg.MaxRequestBytes != 0 {
 		ec.MaxRequestBytes = cfg.MaxRequestBytes
@@ -303,6 +364,60 @@ func startOnce(cfg EmbeddedConfig, certs tlsFiles) (*embed.Etcd, error) {
 		return nil, fmt.Errorf("etcd: start: %w", err)
 	}
 	return e, nil
+}
+
+// waitPromoted returns once the member is a voting member: at once for
+// one that is, else when a member of its cluster promotes it
+// (PromoteLearners), which it does once the learner has caught up with the
+// leader's log, however long that takes. Errors: ctx's, or the server's
+// failure.
+func waitPromoted(ctx context.Context, e *embed.Etcd) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for e.Server.IsLearner() {
+		select {
+		case <-t.C:
+		case err := <-e.Err():
+			return fmt.Errorf("etcd: failed while a learner: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("etcd: waiting to be promoted from learner: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// applyPeer makes ec a member with peers (see PeerConfig): its name, the
+// peer listener with mutual TLS from the cluster's peer CA, the initial
+// cluster, etcd's default raft timing, and etcd's strict reconfiguration
+// check (a membership change that would lose quorum is refused).
+func applyPeer(ec *embed.Config, p PeerConfig, certs tlsFiles) error {
+	if p.Name != "" {
+		ec.Name = p.Name
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.Port() == "" {
+		return fmt.Errorf("etcd: peer URL %q is not https://host:port", p.URL)
+	}
+	listen := *u
+	if net.ParseIP(u.Hostname()) == nil {
+		listen.Host = net.JoinHostPort("0.0.0.0", u.Port())
+	}
+	ec.ListenPeerUrls = []url.URL{listen}
+	ec.AdvertisePeerUrls = []url.URL{*u}
+	ec.PeerTLSInfo.CertFile = certs.peerCert
+	ec.PeerTLSInfo.KeyFile = certs.peerKey
+	ec.PeerTLSInfo.TrustedCAFile = p.CAFile
+	ec.PeerTLSInfo.ClientCertAuth = true
+	if p.InitialCluster != "" {
+		ec.InitialCluster = p.InitialCluster
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	} else {
+		ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	}
+	ec.StrictReconfigCheck = true
+	ec.TickMs = peerHeartbeatMs
+	ec.ElectionMs = peerElectionMs
+	return nil
 }
 
 // Endpoints returns the client URLs of the running server, for example

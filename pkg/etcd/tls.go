@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,6 +31,9 @@ type tlsFiles struct {
 	ca                    string
 	serverCert, serverKey string
 	clientCert, clientKey string
+	// peerCert and peerKey are the member's certificate for its peers
+	// (ensurePeerTLS); unset for a single member.
+	peerCert, peerKey string
 }
 
 func tlsFilesIn(dataDir string) tlsFiles {
@@ -134,4 +138,59 @@ func (f tlsFiles) generate() error {
 		return err
 	}
 	return client.WriteFiles(f.clientCert, f.clientKey)
+}
+
+// ensurePeerTLS adds to f the member's peer certificate in f.dir
+// (peer.crt, peer.key), reusing it when the peer CA signed it for the
+// host of p.URL and it does not expire within 30 days, and issuing it from
+// the peer CA (p.CAFile, p.CAKeyFile) otherwise: ECDSA P-256, for both
+// ends of a peer connection, named after the member.
+func ensurePeerTLS(f tlsFiles, p PeerConfig) (tlsFiles, error) {
+	f.peerCert, f.peerKey = filepath.Join(f.dir, "peer.crt"), filepath.Join(f.dir, "peer.key")
+	u, err := url.Parse(p.URL)
+	if err != nil || u.Hostname() == "" {
+		return f, fmt.Errorf("etcd: peer URL %q has no host", p.URL)
+	}
+	host := u.Hostname()
+	ca, err := pki.LoadKeyPair(p.CAFile, p.CAKeyFile)
+	if err != nil {
+		return f, fmt.Errorf("etcd: peer CA: %w", err)
+	}
+	if peerValid(f, ca, host) == nil {
+		return f, nil
+	}
+	spec := pki.Spec{CommonName: "customapi-etcd-peer", Validity: tlsValidity, Backdate: time.Hour}
+	if ip := net.ParseIP(host); ip != nil {
+		spec.IPAddresses = []net.IP{ip}
+	} else {
+		spec.DNSNames = []string{host}
+	}
+	peer, err := ca.IssuePeer(spec)
+	if err != nil {
+		return f, fmt.Errorf("etcd: peer certificate: %w", err)
+	}
+	if err := peer.WriteFiles(f.peerCert, f.peerKey); err != nil {
+		return f, fmt.Errorf("etcd: peer certificate: %w", err)
+	}
+	return f, nil
+}
+
+// peerValid reports why f's peer certificate is not usable for host with
+// ca, or nil.
+func peerValid(f tlsFiles, ca *pki.KeyPair, host string) error {
+	pair, err := pki.LoadKeyPair(f.peerCert, f.peerKey)
+	if err != nil {
+		return err
+	}
+	if time.Until(pair.Cert.NotAfter) < tlsRenewBefore {
+		return fmt.Errorf("%s expires at %s", f.peerCert, pair.Cert.NotAfter)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := pair.Cert.Verify(x509.VerifyOptions{DNSName: host, Roots: pool, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

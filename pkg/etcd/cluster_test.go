@@ -1,0 +1,178 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/customapi/customapi/internal/pki"
+	"github.com/customapi/customapi/pkg/etcd"
+)
+
+// freePort returns a loopback TCP port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestEmbeddedCluster: three embedded members form one cluster as a
+// joining server would (added as a learner through a member, started with
+// the initial cluster, promoted once in sync); a write through one is read
+// through the others; with one member stopped the other two still write;
+// the stopped one restarts on its data dir and catches up; a peer whose
+// certificate another CA signed is refused.
+func TestEmbeddedCluster(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, caKey := filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
+	if err := ca.WriteFiles(caFile, caKey); err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{}
+	for _, name := range []string{"a", "b", "c"} {
+		urls[name] = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	}
+	cfg := func(name, initial string) etcd.EmbeddedConfig {
+		return etcd.EmbeddedConfig{
+			DataDir: filepath.Join(dir, name), UnsafeNoFsync: true,
+			Peer: &etcd.PeerConfig{Name: name, URL: urls[name], CAFile: caFile, CAKeyFile: caKey, InitialCluster: initial},
+		}
+	}
+	members := map[string]*etcd.Embedded{}
+	start := func(name, initial string) {
+		t.Helper()
+		e, err := etcd.StartEmbedded(t.Context(), cfg(name, initial))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		members[name] = e
+		t.Cleanup(e.Close)
+	}
+	client := func(name string) *clientv3.Client {
+		t.Helper()
+		cli, err := members[name].ClientConfig().NewClient(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.Close() })
+		return cli
+	}
+	start("a", "")
+	a := client("a")
+	// The members' promotion loop, as a server runs it: a joining member's
+	// start returns once it is promoted.
+	promoter, stopPromoter := context.WithCancel(t.Context())
+	defer stopPromoter()
+	go func() {
+		for promoter.Err() == nil {
+			_, _ = etcd.PromoteLearners(promoter, a)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	initial := "a=" + urls["a"]
+	for _, name := range []string{"b", "c"} {
+		addLearner(t, a, urls[name])
+		initial += "," + name + "=" + urls[name]
+		start(name, initial)
+	}
+
+	list, err := a.MemberList(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 3 {
+		t.Fatalf("%d members, want 3", len(list.Members))
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			t.Errorf("member %s is still a learner", m.Name)
+		}
+	}
+	if _, err := a.Put(t.Context(), "/k", "1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b", "c"} {
+		resp, err := client(name).Get(t.Context(), "/k")
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "1" {
+			t.Fatalf("read through %s: %v %v", name, err, resp)
+		}
+	}
+
+	// One member down: the two others keep a quorum.
+	members["c"].Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := a.Put(ctx, "/k", "2"); err != nil {
+		t.Fatalf("write with c down: %v", err)
+	}
+	start("c", "") // its data dir records the cluster
+	c := client("c")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := c.Get(t.Context(), "/k")
+		if err == nil && len(resp.Kvs) == 1 && string(resp.Kvs[0].Value) == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c did not catch up: %v %v", err, resp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A member whose peer certificate another CA signed is not let in.
+	other, err := pki.NewCA(pki.Spec{CommonName: "other-ca", Validity: time.Hour, Backdate: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, otherKey := filepath.Join(dir, "other.crt"), filepath.Join(dir, "other.key")
+	if err := other.WriteFiles(otherCA, otherKey); err != nil {
+		t.Fatal(err)
+	}
+	urls["d"] = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	addLearner(t, a, urls["d"])
+	stopPromoter()
+	d := cfg("d", initial+",d="+urls["d"])
+	d.Peer.CAFile, d.Peer.CAKeyFile, d.ReadyTimeout = otherCA, otherKey, 3*time.Second
+	short, cancelShort := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancelShort()
+	if e, err := etcd.StartEmbedded(short, d); err == nil {
+		e.Close()
+		t.Fatal("a member of another CA joined")
+	} else if !strings.Contains(err.Error(), "not ready") && !strings.Contains(err.Error(), "failed") {
+		t.Logf("refused: %v", err)
+	}
+}
+
+// addLearner adds a learner at peerURL through cli, retrying while etcd's
+// strict reconfiguration check finds the cluster unhealthy (a member
+// connected less than its health interval, 5 s, ago), at most 30 s.
+func addLearner(t *testing.T, cli *clientv3.Client, peerURL string) *clientv3.MemberAddResponse {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := cli.MemberAddAsLearner(t.Context(), []string{peerURL})
+		if err == nil {
+			return resp
+		}
+		if !errors.Is(err, rpctypes.ErrUnhealthy) || time.Now().After(deadline) {
+			t.Fatalf("add %s: %v", peerURL, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
