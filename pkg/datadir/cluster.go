@@ -131,6 +131,10 @@ type ClusterRecord struct {
 	Name string `json:"name"`
 	// PeerURL is where its peers reach its etcd member.
 	PeerURL string `json:"peerURL"`
+	// InitialCluster is the cluster a joining member starts with (etcd's
+	// --initial-cluster), until its etcd data exists; "" for the first
+	// member.
+	InitialCluster string `json:"initialCluster,omitempty"`
 }
 
 // ReadClusterRecord returns dir's ClusterRecord, or nil when the server

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -283,6 +285,10 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 				e.Close()
 				return nil, err
 			}
+			if err := advertisePeerURL(ctx, e, cfg.Peer.URL); err != nil {
+				e.Close()
+				return nil, err
+			}
 		}
 		endpoints := make([]string, 0, len(e.Clients))
 		for _, l := range e.Clients {
@@ -382,6 +388,22 @@ func waitPromoted(ctx context.Context, e *embed.Etcd) error {
 		case <-ctx.Done():
 			return fmt.Errorf("etcd: waiting to be promoted from learner: %w", ctx.Err())
 		}
+	}
+	return nil
+}
+
+// advertisePeerURL makes the member's peer URL in the cluster's
+// membership peerURL when it is another (a single member's data dir
+// becoming the first of a cluster, or a member whose address changed), as
+// etcd's `member update` does; the cluster must have quorum for it.
+func advertisePeerURL(ctx context.Context, e *embed.Etcd, peerURL string) error {
+	id := e.Server.MemberID()
+	m := e.Server.Cluster().Member(id)
+	if m == nil || slices.Equal(m.PeerURLs, []string{peerURL}) {
+		return nil
+	}
+	if _, err := e.Server.UpdateMember(ctx, membership.Member{ID: id, RaftAttributes: membership.RaftAttributes{PeerURLs: []string{peerURL}}}); err != nil {
+		return fmt.Errorf("etcd: advertise the peer URL %s: %w", peerURL, err)
 	}
 	return nil
 }

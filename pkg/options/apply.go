@@ -40,6 +40,9 @@ func (o *ServerOptions) applyTo(c *Config) error {
 	c.Tokens = tokens
 
 	o.Storage.ApplyTo(&c.Registry, o.DataDir, o.etcdRecoveryCommand(o.DataDir), o.GarbageCollector)
+	if c.Cluster != nil && c.Registry.EmbeddedEtcd != nil {
+		c.Registry.EmbeddedEtcd.Peer = peerConfig(o.DataDir, c.Cluster)
+	}
 	enc, err := o.Storage.Encryption.ApplyTo(gc, &c.Registry, o.DataDir, !o.Storage.Etcd.External())
 	if err != nil {
 		return err

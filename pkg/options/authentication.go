@@ -3,6 +3,7 @@ package options
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,6 +33,7 @@ import (
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
+	"k8s.io/apiserver/pkg/authentication/user"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	authenticationconfigmetrics "k8s.io/apiserver/pkg/server/options/authenticationconfig/metrics"
@@ -39,6 +41,7 @@ import (
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
 	"k8s.io/klog/v2"
 
+	"github.com/customapi/customapi/pkg/cluster"
 	"github.com/customapi/customapi/pkg/datadir"
 )
 
@@ -163,6 +166,11 @@ func (a *AuthenticationOptions) ApplyTo(c *genericapiserver.Config, dataDir stri
 			return nil, nil, fmt.Errorf("--token-auth-file: %w", err)
 		}
 		handlers = append(handlers, extra)
+	}
+	if joiner, err := joinTokenAuthenticator(dataDir); err != nil {
+		return nil, nil, err
+	} else if joiner != nil {
+		handlers = append(handlers, joiner)
 	}
 	var structured *structuredAuthenticator
 	if a.ConfigFile != "" {
@@ -472,6 +480,31 @@ func (a *structuredAuthenticator) close() {
 	}
 	a.cancel()
 	a.watching.Wait()
+}
+
+// joinTokenAuthenticator authenticates the secret of the data dir's join
+// token (datadir.JoinTokenFile, read now: a new token takes a restart) as
+// cluster.JoinerUser in cluster.JoinersGroup, whom the authorizer lets
+// POST cluster.JoinPath and nothing else; nil without a join token.
+func joinTokenAuthenticator(dataDir string) (authenticator.Token, error) {
+	data, err := os.ReadFile(filepath.Join(dataDir, datadir.JoinTokenFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("join token: %w", err)
+	}
+	t, err := datadir.ParseJoinToken(string(data))
+	if err != nil {
+		return nil, err
+	}
+	joiner := &user.DefaultInfo{Name: cluster.JoinerUser, Groups: []string{cluster.JoinersGroup}}
+	return authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
+		if subtle.ConstantTimeCompare([]byte(token), []byte(t.Secret)) != 1 {
+			return nil, false, nil
+		}
+		return &authenticator.Response{User: joiner}, true, nil
+	}), nil
 }
 
 // anonymousAuthenticator is the last authenticator of the chain, asked

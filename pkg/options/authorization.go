@@ -20,6 +20,7 @@ import (
 	webhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/customapi/customapi/pkg/cluster"
 	"github.com/customapi/customapi/pkg/generated/openapi/builtin"
 	"github.com/customapi/customapi/pkg/rbac"
 	"github.com/customapi/customapi/pkg/rbac/rbacapi"
@@ -170,6 +171,7 @@ func (o *AuthorizationOptions) ApplyTo(c *genericapiserver.AuthorizationInfo, rb
 	chain := []authzunion.NamedAuthorizer{
 		{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups("system:masters")},
 		{AuthorizerName: "probes", Authorizer: probes.authorizer()},
+		{AuthorizerName: "cluster-join", Authorizer: joinersAuthorizer()},
 	}
 	var resolvers []authorizer.RuleResolver
 	for _, mode := range modes {
@@ -220,6 +222,22 @@ func (o *AuthorizationOptions) webhookAuthorizer() (*webhook.WebhookAuthorizer, 
 		return nil, fmt.Errorf("authorization webhook: %w", err)
 	}
 	return wh, nil
+}
+
+// joinersAuthorizer allows cluster.JoinersGroup, the join token's holders,
+// to POST cluster.JoinPath (verb post, a non-resource request's), and
+// denies them everything else, whatever the modes say; it has
+// no opinion on anybody else.
+func joinersAuthorizer() authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetUser() == nil || !slices.Contains(a.GetUser().GetGroups(), cluster.JoinersGroup) {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		if !a.IsResourceRequest() && a.GetVerb() == "post" && a.GetPath() == cluster.JoinPath {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionDeny, "the cluster join token allows joining the cluster only", nil
+	})
 }
 
 // namedErrors returns a that prefixes its errors with what it is, so that

@@ -48,6 +48,9 @@ type Config struct {
 	// same at every start on it, so that a server restarted after a crash
 	// takes back at once the Leases it held.
 	Identity string
+	// Cluster is the server's membership in a highly available cluster
+	// (ClusterOptions; the data dir's record); nil for a single server.
+	Cluster *datadir.ClusterRecord
 
 	// Generic is k8s.io/apiserver's configuration with every option
 	// applied that does not need the registry: serving, TLS and the

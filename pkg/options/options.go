@@ -64,6 +64,10 @@ type ServerOptions struct {
 	Limits LimitOptions
 	// Debug switches /debug/pprof (--profiling). Default NewDebugOptions.
 	Debug DebugOptions
+	// Cluster makes the server one of a highly available cluster
+	// (--cluster-init, --server, --token, --etcd-peer-url,
+	// --advertise-address); see ClusterOptions.
+	Cluster ClusterOptions
 	// Audit are kube-apiserver's audit flags (--audit-policy-file,
 	// --audit-log-*, --audit-webhook-*): k8s.io/apiserver's AuditOptions,
 	// applied to both doors (docs/serving.md, "Audit"). Nil or without a
@@ -125,6 +129,7 @@ func (o *ServerOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Debug.AddFlags(fs)
 	o.Audit.AddFlags(fs)
 	o.Admission.AddFlags(fs)
+	o.Cluster.AddFlags(fs)
 	fs.BoolVar(&o.GarbageCollector, "enable-garbage-collector", o.GarbageCollector, "Delete objects whose owners (metadata.ownerReferences) are gone, and finish foreground and orphan deletes, as kube-controller-manager's garbage collector.")
 	fs.BoolVar(&o.CustomResourceDefinitions, "custom-resource-definitions", o.CustomResourceDefinitions, "Serve apiextensions.k8s.io/v1 CustomResourceDefinitions and their custom resources beside the compiled-in types.")
 }
@@ -156,6 +161,10 @@ func (o *ServerOptions) Validate() []error {
 	errs = append(errs, o.Limits.Validate()...)
 	errs = append(errs, o.Debug.Validate()...)
 	errs = append(errs, validateAudit(o.Audit)...)
+	errs = append(errs, o.Cluster.Validate()...)
+	if (o.Cluster.Init || o.Cluster.Server != "") && o.Storage.Etcd.External() {
+		errs = append(errs, errors.New("--cluster-init and --server form a cluster of embedded etcds; with --etcd-servers the servers share that etcd already"))
+	}
 	errs = append(errs, o.Authentication.validateAnonymous(o.Authorization)...)
 	if err := ValidateControllers(o.Controllers); err != nil {
 		errs = append(errs, err)
@@ -276,7 +285,23 @@ func (o *ServerOptions) Config() (cfg *Config, err error) {
 	if !ok {
 		return nil, fmt.Errorf("listener address %s is not TCP", opts.Serving.Listener.Addr())
 	}
-	caPEM, err := datadir.EnsureCertificates(dir, opts.Serving.BindAddress)
+	identity, err := datadir.EnsureIdentity(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Before the credentials: a joining server gets the cluster's.
+	member, err := opts.Cluster.prepare(dir, identity, opts.Serving.BindAddress)
+	if err != nil {
+		return nil, err
+	}
+	sans := slices.Clone(opts.Serving.TLSSANs)
+	if a := opts.Cluster.AdvertiseAddress; a != nil {
+		sans = append(sans, a.String())
+	}
+	if member != nil {
+		sans = append(sans, hostOf(member.PeerURL))
+	}
+	caPEM, err := datadir.EnsureCertificates(dir, opts.Serving.BindAddress, sans...)
 	if err != nil {
 		return nil, fmt.Errorf("certificates: %w", err)
 	}
@@ -287,9 +312,13 @@ func (o *ServerOptions) Config() (cfg *Config, err error) {
 	if err := opts.Storage.Encryption.ensureGenerated(dir, !opts.Storage.Etcd.External()); err != nil {
 		return nil, err
 	}
-	identity, err := datadir.EnsureIdentity(dir)
-	if err != nil {
-		return nil, err
+	if member != nil {
+		if err := datadir.EnsurePeerCA(dir); err != nil {
+			return nil, err
+		}
+		if _, err := datadir.EnsureJoinToken(dir); err != nil {
+			return nil, err
+		}
 	}
 	c := &Config{
 		Options:                  opts,
@@ -301,6 +330,7 @@ func (o *ServerOptions) Config() (cfg *Config, err error) {
 		LegacyAdmin:              tokens.LegacyAdmin,
 		URL:                      "https://" + net.JoinHostPort(clientHost(addr.IP), strconv.Itoa(addr.Port)),
 		Identity:                 identity,
+		Cluster:                  member,
 		owned:                    res,
 	}
 	if err := opts.applyTo(c); err != nil {

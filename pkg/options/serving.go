@@ -30,6 +30,10 @@ type ServingOptions struct {
 	// TLS are the accepted TLS versions and cipher suites
 	// (--tls-min-version, --tls-cipher-suites). Default NewTLSOptions.
 	TLS TLSOptions
+	// TLSSANs are more names (DNS names or IP addresses) the generated
+	// serving certificate is valid for (--tls-san, k3s' flag): a load
+	// balancer's, for example.
+	TLSSANs []string
 }
 
 // NewServingOptions returns the defaults: 127.0.0.1:6443 and
@@ -44,6 +48,7 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "The IP address to serve HTTPS on; 0.0.0.0 or :: for all interfaces.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on; 0 picks a free port.")
 	o.TLS.AddFlags(fs)
+	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "More DNS names or IP addresses the generated serving certificate is valid for (a load balancer's, say), comma-separated.")
 }
 
 // Validate returns every problem, naming the flags: without a Listener, a

@@ -65,7 +65,9 @@ func (s *Server) completeGeneric(rbacAPI *rbacapi.API, resources []resource.Reso
 
 	gc.AdmissionControl = reg.Admission()
 	gc.EquivalentResourceRegistry = reg.EquivalentResourceRegistry()
-	addHealthChecks(gc, reg, o.Storage.Etcd.External())
+	// A member of a cluster, as an external etcd: without quorum the
+	// process is not broken, a restart would not help (readyz only).
+	addHealthChecks(gc, reg, o.Storage.Etcd.External() || cfg.Cluster != nil)
 
 	seats := chain.NewSeats(o.Limits.MaxRequestsInFlight, o.Limits.MaxMutatingRequestsInFlight, gc.StorageObjectCountTracker, reg.Resources(), gc)
 	chainOptions := chain.Options{Stores: reg.Store, Codecs: codecs, RequestBodyTimeout: o.Limits.RequestBodyTimeout, Seats: seats}

@@ -187,6 +187,9 @@ func (s *Server) addHooks(loopbackToken string) error {
 	if err := s.addControllers(); err != nil {
 		return err
 	}
+	if err := s.addCluster(); err != nil {
+		return err
+	}
 	return s.generic.AddPostStartHook("customapi-ready", func(hc genericapiserver.PostStartHookContext) error {
 		go s.notifyReady(hc, loopbackToken)
 		return nil

@@ -1,0 +1,3 @@
+// Package cluster tests highly available clusters of customapi servers
+// whose embedded etcds form one etcd cluster (options.ClusterOptions).
+package cluster
