@@ -156,7 +156,7 @@ func NewRootCommand(cfg Config) (*cobra.Command, error) {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newEtcdCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
+	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newEtcdCommand(cfg), newClusterCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
 	return root, nil
 }
 

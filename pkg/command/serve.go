@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/logfilter"
 	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
@@ -137,6 +139,10 @@ second signal kills it at once.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "etcd %s stores %s (--etcd-servers-overrides; its check is /readyz/%s)\n",
 					strings.Join(o.Etcd.Endpoints, ","), strings.Join(names, ", "), server.EtcdOverrideCheckName(i))
+			}
+			if m := sc.Cluster; m != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "cluster member %s (etcd peer URL %s); another server joins with:\n  %s serve --server %s --token-file %s --etcd-peer-url https://HOST:%d --data-dir DIR\n",
+					m.Name, m.PeerURL, cfg.Name, sc.URL, filepath.Join(sc.Options.DataDir, datadir.JoinTokenFile), options.DefaultPeerPort)
 			}
 			go func() {
 				select {

@@ -534,7 +534,8 @@ func newLogger(level string) (*zap.Logger, error) {
 // embedded etcd failed" with "mux: server closed", "http: Server closed" or
 // "use of closed network connection"), those about a port taken
 // between picking and binding it, which StartEmbedded retries, and the
-// storage version monitor's "missing term information" on a new data dir.
+// storage version monitor's "missing term information" on a new data dir,
+// and the refused promotions of a learner still catching up.
 type shutdownNoiseFilter struct{ zapcore.Core }
 
 func (f shutdownNoiseFilter) With(fields []zapcore.Field) zapcore.Core {
@@ -577,6 +578,13 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 				return nil
 			}
 		}
+	}
+	// A cluster's members try to promote every learner each second
+	// (PromoteLearners); the leader refuses, and logs at error level with
+	// a stack, each try while the learner is catching up: the join's
+	// normal course, not a fault.
+	if ent.Message == "rejecting promote learner: learner is not ready" {
+		return nil
 	}
 	return f.Core.Write(ent, fields)
 }
