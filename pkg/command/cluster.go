@@ -131,4 +131,3 @@ was lost joins again, after this, with --server and --token and an empty data di
 	cmd.Flags().StringVar(&dataDir, "data-dir", dataDir, "The data dir of a running server of the cluster (not the one removed).")
 	return cmd
 }
-

@@ -26,6 +26,7 @@ func ExampleNewRootCommand() {
 	}
 	// Output:
 	// widgets-server backup
+	// widgets-server cluster
 	// widgets-server etcd
 	// widgets-server kubeconfig
 	// widgets-server restore
