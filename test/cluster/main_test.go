@@ -17,6 +17,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// On a shared external etcd (CI's second pass) every test here skips:
+	// a cluster's servers run etcds of their own.
+	if os.Getenv("CUSTOMAPI_TEST_ETCD_SERVERS") != "" {
+		return m.Run()
+	}
 	if bin := os.Getenv("CUSTOMAPI_E2E_BINARY"); bin != "" {
 		customapiBinary = bin
 		return m.Run()
