@@ -35,6 +35,20 @@ server of --data-dir (its embedded etcd, with the data dir's client certificate)
 	return cmd
 }
 
+// withClusterClient calls f, bounded by clusterTimeout, with a client of
+// the running server's etcd member of dataDir. Errors: f's, or that no
+// server runs there.
+func withClusterClient(ctx context.Context, dataDir string, f func(context.Context, *clientv3.Client) error) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	cli, err := clusterClient(ctx, dataDir)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	return f(ctx, cli)
+}
+
 // clusterClient returns a client of the running server's etcd member of
 // dataDir. Errors say when no server runs there.
 func clusterClient(ctx context.Context, dataDir string) (*clientv3.Client, error) {
@@ -63,15 +77,11 @@ learner, the leader marked), and which is this data dir's. A member whose server
 down is still listed: remove it with "` + cfg.Name + ` cluster remove NAME" to replace it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), clusterTimeout)
-			defer cancel()
-			cli, err := clusterClient(ctx, dataDir)
-			if err != nil {
+			var members []cluster.Member
+			if err := withClusterClient(cmd.Context(), dataDir, func(ctx context.Context, cli *clientv3.Client) (err error) {
+				members, err = cluster.Members(ctx, cli)
 				return err
-			}
-			defer cli.Close()
-			members, err := cluster.Members(ctx, cli)
-			if err != nil {
+			}); err != nil {
 				return fmt.Errorf("cluster members: %w", err)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
@@ -113,15 +123,11 @@ quorum of started, connected members, and the command says so. A server whose da
 was lost joins again, after this, with --server and --token and an empty data dir.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), clusterTimeout)
-			defer cancel()
-			cli, err := clusterClient(ctx, dataDir)
-			if err != nil {
+			var m cluster.Member
+			if err := withClusterClient(cmd.Context(), dataDir, func(ctx context.Context, cli *clientv3.Client) (err error) {
+				m, err = cluster.Remove(ctx, cli, args[0])
 				return err
-			}
-			defer cli.Close()
-			m, err := cluster.Remove(ctx, cli, args[0])
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed member %s (%s, %s)\n", m.Name, m.ID, m.PeerURL)

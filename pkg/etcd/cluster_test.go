@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,19 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/customapi/customapi/internal/pki"
+	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/etcd"
 )
-
-// freePort returns a loopback TCP port nothing listens on.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestEmbeddedCluster: three embedded members form one cluster as a
 // joining server would (added as a learner through a member, started with
@@ -45,8 +34,8 @@ func TestEmbeddedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	urls := map[string]string{}
-	for _, name := range []string{"a", "b", "c"} {
-		urls[name] = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
+	for i, port := range customapitest.FreePorts(t, 4) {
+		urls[string(rune('a'+i))] = fmt.Sprintf("https://127.0.0.1:%d", port)
 	}
 	cfg := func(name, initial string) etcd.EmbeddedConfig {
 		return etcd.EmbeddedConfig{
@@ -144,7 +133,6 @@ func TestEmbeddedCluster(t *testing.T) {
 	if err := other.WriteFiles(otherCA, otherKey); err != nil {
 		t.Fatal(err)
 	}
-	urls["d"] = fmt.Sprintf("https://127.0.0.1:%d", freePort(t))
 	addLearner(t, a, urls["d"])
 	stopPromoter()
 	d := cfg("d", initial+",d="+urls["d"])

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,13 +25,7 @@ var customs = schema.GroupVersionResource{Group: "test", Version: "v1", Resource
 
 // peerURL returns an etcd peer URL on a free loopback port.
 func peerURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("https://%s", l.Addr())
+	return fmt.Sprintf("https://127.0.0.1:%d", customapitest.FreePorts(t, 1)[0])
 }
 
 // startCluster starts n servers as the docs say: the first with

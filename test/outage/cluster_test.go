@@ -3,7 +3,6 @@ package outage
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,25 +52,6 @@ func (c *cluster) endpoints() []string {
 	return eps
 }
 
-// freePorts returns n distinct free ports on 127.0.0.1.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return ports
-}
-
 // startCluster starts three members and waits until the cluster serves a
 // linearizable read; cleanup kills what still runs.
 func startCluster(t *testing.T) *cluster { return startClusterOf(t, 3) }
@@ -80,7 +60,7 @@ func startCluster(t *testing.T) *cluster { return startClusterOf(t, 3) }
 func startClusterOf(t *testing.T, n int) *cluster {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
-	ports := freePorts(t, 2*n)
+	ports := customapitest.FreePorts(t, 2*n)
 	c := &cluster{}
 	var initial []string
 	for i := range n {
