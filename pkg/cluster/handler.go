@@ -10,12 +10,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/klog/v2"
 
@@ -62,7 +66,8 @@ func Handler(dataDir string, cfg etcd.ClientConfig, removeCommand string) http.H
 	})
 }
 
-var joinResource = schemaGroupResource()
+// joinResource names the join in Status details.
+var joinResource = schema.GroupResource{Group: "cluster.customapi.io", Resource: "members"}
 
 func (r JoinRequest) validate() error {
 	if r.Name == "" || strings.ContainsAny(r.Name, "=,") {
@@ -86,7 +91,7 @@ func join(ctx context.Context, dataDir string, cfg etcd.ClientConfig, req JoinRe
 		return nil, apierrors.NewServiceUnavailable("join: etcd member list: " + err.Error())
 	}
 	for _, m := range list.Members {
-		if m.Name == req.Name || containsURL(m.PeerURLs, req.PeerURL) {
+		if m.Name == req.Name || slices.Contains(m.PeerURLs, req.PeerURL) {
 			what := m.Name
 			if what == "" {
 				what = fmt.Sprintf("%x (a learner that never started)", m.ID)
@@ -155,15 +160,6 @@ func readShared(dataDir string) (map[string][]byte, error) {
 	return files, nil
 }
 
-func containsURL(urls []string, u string) bool {
-	for _, x := range urls {
-		if x == u {
-			return true
-		}
-	}
-	return false
-}
-
 // memberRef is how a command names a member: its name, or its hex ID when
 // it has none yet.
 func memberRef(name string, id uint64) string {
@@ -174,5 +170,5 @@ func memberRef(name string, id uint64) string {
 }
 
 func writeStatus(w http.ResponseWriter, r *http.Request, err error) {
-	responsewriters.ErrorNegotiated(err, statusCodecs, schemaGroupVersion(), w, r)
+	responsewriters.ErrorNegotiated(err, metainternalversionscheme.Codecs, metav1.SchemeGroupVersion, w, r)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -141,8 +143,17 @@ second signal kills it at once.`,
 					strings.Join(o.Etcd.Endpoints, ","), strings.Join(names, ", "), server.EtcdOverrideCheckName(i))
 			}
 			if m := sc.Cluster; m != nil {
+				// The URL the others reach this server at: the advertised
+				// address's when there is one (sc.URL is loopback for a
+				// server bound to every interface).
+				joinURL := sc.URL
+				if a := opts.Cluster.AdvertiseAddress; a != nil {
+					if u, err := url.Parse(sc.URL); err == nil {
+						joinURL = "https://" + net.JoinHostPort(a.String(), u.Port())
+					}
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cluster member %s (etcd peer URL %s); another server joins with:\n  %s serve --server %s --token-file %s --etcd-peer-url https://HOST:%d --data-dir DIR\n",
-					m.Name, m.PeerURL, cfg.Name, sc.URL, filepath.Join(sc.Options.DataDir, datadir.JoinTokenFile), options.DefaultPeerPort)
+					m.Name, m.PeerURL, cfg.Name, joinURL, filepath.Join(sc.Options.DataDir, datadir.JoinTokenFile), options.DefaultPeerPort)
 			}
 			go func() {
 				select {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -208,5 +207,5 @@ func hostOf(u string) string {
 	if err != nil {
 		return ""
 	}
-	return strings.Trim(p.Hostname(), "[]")
+	return p.Hostname()
 }
