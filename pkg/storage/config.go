@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -383,7 +382,7 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 
 	decorator := generic.UndecoratedStorage
 	if cached {
-		decorator = withCacheAttrs(genericregistry.StorageWithCacher())
+		decorator = withCacheAttrs(storageWithCacher())
 	}
 	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),
@@ -391,7 +390,7 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 			return &statusErrorStorage{Interface: s, alarms: g.alarms}
 		}),
 			func(s storage.Interface) storage.Interface {
-				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout}
+				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout, uncached: !cached}
 			}),
 		DeleteCollectionWorkers: 1,
 		EnableGarbageCollection: g.gc,

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
 
@@ -42,10 +45,16 @@ const DefaultReadTimeout = 8 * time.Second
 //
 // Errors that are the client's (Conflict, NotFound, AlreadyExists, 413, any
 // other Status or storage error) and a cancelled request pass unchanged.
-// Watches get no deadline: they are long-lived by design.
+// Watches get no deadline: they are long-lived by design; a watch that etcd
+// ends because it cannot answer now ends with 429 instead of 500 (see
+// Watch).
 type unavailableStorage struct {
 	storage.Interface
 	writeTimeout, readTimeout time.Duration
+	// uncached is set when Interface is etcd's storage itself rather than
+	// the watch cache: only then may a watch end with etcd's errors (the
+	// cache's watches do not), and only then does Watch filter events.
+	uncached bool
 }
 
 func (s *unavailableStorage) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
@@ -80,6 +89,111 @@ func (s *unavailableStorage) GetList(ctx context.Context, key string, opts stora
 	ctx, cancel := withTimeout(ctx, s.readTimeout)
 	defer cancel()
 	return unavailableError(s.Interface.GetList(ctx, key, opts, out), false)
+}
+
+// Watch passes the watch through, but for the error event that ends it
+// when etcd cannot answer now (no leader, quorum lost), which
+// k8s.io/apiserver's etcd3 watcher reports as 500 InternalError: it
+// becomes 429 TooManyRequests, as the watch cache answers while it
+// (re)initializes, so that a client's Reflector backs off (0.8 s doubling
+// to 30 s) instead of restarting its watch at once. A watch that cannot
+// start for that reason fails with 429 too. (The watch cache's own watch
+// of etcd is paced instead: see pacedWatchStorage.)
+func (s *unavailableStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	if !s.uncached {
+		return s.Interface.Watch(ctx, key, opts)
+	}
+	w, err := s.Interface.Watch(ctx, key, opts)
+	if err != nil {
+		return nil, unavailableWatchError(err)
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if st, ok := unavailableWatchEnd(ev); ok {
+			mapped := apierrors.NewTooManyRequests(fmt.Sprintf("etcd is unavailable (%s); retry later", st.Message), 1).Status()
+			ev.Object = &mapped
+		}
+		return ev, true
+	}), nil
+}
+
+// watchRetryPause is how long pacedWatchStorage holds back a watch that
+// follows one etcd ended because it could not answer.
+const watchRetryPause = 500 * time.Millisecond
+
+// pacedWatchStorage is the storage the watch cache watches etcd through.
+// While etcd has no leader each watch of etcd ends at once (500 "etcdserver:
+// no leader"), and client-go's Reflector restarts a watch that ended with
+// 500 at once, for up to 30 s: thousands of restarts a second per
+// resource. Here a watch that starts less than watchRetryPause after one
+// ended that way waits for the rest of the pause: at most two restarts a
+// second per resource, and the cache follows etcd again within the pause
+// once a leader is back. (Answering 429 instead, as unavailableStorage
+// does for clients, would make the Reflector back off for up to 30 s,
+// leaving the cache that far behind after the outage.)
+type pacedWatchStorage struct {
+	storage.Interface
+
+	mu      sync.Mutex
+	retryAt time.Time // when the next watch may start; zero: at once
+}
+
+func (s *pacedWatchStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	s.mu.Lock()
+	wait := time.Until(s.retryAt)
+	s.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	w, err := s.Interface.Watch(ctx, key, opts)
+	if err != nil {
+		if isEtcdUnavailable(err) {
+			s.pause()
+		}
+		return nil, err
+	}
+	return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+		if _, ok := unavailableWatchEnd(ev); ok {
+			s.pause()
+		}
+		return ev, true
+	}), nil
+}
+
+// pause holds back the next watch for watchRetryPause.
+func (s *pacedWatchStorage) pause() {
+	s.mu.Lock()
+	s.retryAt = time.Now().Add(watchRetryPause)
+	s.mu.Unlock()
+}
+
+// unavailableWatchEnd returns the Status of ev when ev is the error event
+// that ends a watch because etcd cannot answer now: a 500 InternalError
+// whose message is one of etcd's "cannot answer now" errors
+// (isEtcdUnavailable).
+func unavailableWatchEnd(ev watch.Event) (*metav1.Status, bool) {
+	if ev.Type != watch.Error {
+		return nil, false
+	}
+	st, ok := ev.Object.(*metav1.Status)
+	if !ok || st.Reason != metav1.StatusReasonInternalError || !isEtcdUnavailable(errors.New(st.Message)) {
+		return nil, false
+	}
+	return st, true
+}
+
+// unavailableWatchError is unavailableError for a watch that could not
+// start: 429 when etcd cannot answer now, err unchanged otherwise.
+func unavailableWatchError(err error) error {
+	if err == nil || !isEtcdUnavailable(err) {
+		return err
+	}
+	return apierrors.NewTooManyRequests(fmt.Sprintf("etcd is unavailable (%v); retry later", err), 1)
 }
 
 // withTimeout is context.WithTimeout, or no deadline for d <= 0.
