@@ -155,9 +155,12 @@ resourceVersion read; a concurrent write wins and the object is read again.
 It is resumable: a rerun rewrites only what is still in another version. A
 progress line per second goes to stderr while a resource is migrated.
 
-With the embedded etcd (no --etcd-servers) the command needs the data dir
-to itself: stop the server first. With --etcd-servers it may run while
-servers are up.`,
+It runs while servers serve: on a data dir a server runs on, it works
+through that server's embedded etcd member (in a cluster of servers, the
+cluster's etcd: run it once, on any server's data dir), and with
+--etcd-servers through that etcd. Run it after every server uses the new
+storage version (after a rolling upgrade), or stopped: on a data dir no
+server runs on it starts the embedded etcd itself.`,
 		Args: cobra.NoArgs,
 		RunE: s.run,
 	}
@@ -205,11 +208,13 @@ as Kubernetes' storage version migrator does: its resourceVersion changes
 not. A concurrent write wins: the object is re-read and rewritten again or
 counted as already current; nothing is lost.
 
-With the embedded etcd (no --etcd-servers) the command needs the data dir
-to itself: stop the server first; while a server runs on --data-dir it
-refuses at once, naming the server's pid. With --etcd-servers it may run
-while servers are up, once all of them use the new --storage-media-type
-(a server still writing the old encoding undoes its work).`,
+It runs while servers serve: on a data dir a server runs on, it works
+through that server's embedded etcd member (in a cluster of servers, the
+cluster's etcd: run it once, on any server's data dir), and with
+--etcd-servers through that etcd. Run it once every server uses the new
+--storage-media-type and encryption configuration (a server still writing
+the old encoding or key undoes its work), or stopped: on a data dir no
+server runs on it starts the embedded etcd itself.`,
 		Args: cobra.NoArgs,
 		RunE: s.run,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
@@ -188,10 +189,15 @@ func shellQuote(s string) string {
 // (datadir.CheckEtcdOverrides): a rewrite without them would leave their
 // objects out. With the embedded etcd it takes the data dir's lock first
 // (datadir.Lock), as Config does, so it fails at once with a
-// *datadir.InUseError while a server (or
-// any other owner) runs on the data dir; it refuses a data dir without
+// *datadir.InUseError while another command (a restore, a backup without
+// a server) owns the data dir; it refuses a data dir without
 // etcd data (<data-dir>/etcd) rather than creating an empty one. With
 // --etcd-servers no lock is taken: other servers may be running.
+//
+// While a server runs on the data dir (it holds the lock), it works
+// through that server's embedded etcd member instead (etcd.RunningEmbedded,
+// as `customapi backup` does), while the server serves: in a cluster of
+// servers, that is the whole cluster's etcd. It logs that it does.
 //
 // release closes the registry (stopping the embedded etcd) and then releases
 // the lock; call it once done. On error nothing is left open.
@@ -215,16 +221,7 @@ func (o *ServerOptions) OpenRegistry(ctx context.Context, resources ...resource.
 	var rc registry.Config
 	o.Storage.ApplyTo(&rc, dir, o.etcdRecoveryCommand(dir), o.GarbageCollector)
 	if o.Storage.Etcd.External() {
-		enc, err := o.Storage.Encryption.Load(ctx, dir, false)
-		if err != nil {
-			return nil, nil, err
-		}
-		rc.Storage.Transformers = enc.Transformers
-		if reg, err = registry.Open(ctx, rc, resources...); err != nil {
-			enc.Close()
-			return nil, nil, err
-		}
-		return reg, func() error { err := reg.Close(); enc.Close(); return err }, nil
+		return open(ctx, rc, o.Storage.Encryption, dir, false, resources, func() error { return nil })
 	}
 	etcdData := rc.EmbeddedEtcd.DataDir
 	if _, err := os.Stat(etcdData); err != nil {
@@ -233,10 +230,6 @@ func (o *ServerOptions) OpenRegistry(ctx context.Context, resources ...resource.
 		}
 		return nil, nil, fmt.Errorf("data dir: %w", err)
 	}
-	unlock, err := datadir.Lock(dir)
-	if err != nil {
-		return nil, nil, err
-	}
 	// The data dir's generated key is used, never generated here.
 	e := o.Storage.Encryption
 	if path, generated, _ := e.configFile(dir, true); generated {
@@ -244,12 +237,37 @@ func (o *ServerOptions) OpenRegistry(ctx context.Context, resources ...resource.
 			e.SecretsEncryption = false
 		}
 	}
-	enc, err := e.Load(ctx, dir, true)
+	unlock, err := datadir.Lock(dir)
+	var inUse *datadir.InUseError
+	if errors.As(err, &inUse) {
+		// A server runs on the data dir: work through its etcd member
+		// while it serves.
+		running, runErr := etcd.RunningEmbedded(etcdData)
+		if runErr != nil {
+			return nil, nil, fmt.Errorf("%w; its etcd cannot be reached either: %w", err, runErr)
+		}
+		klog.InfoS("A server runs on the data dir: working through its etcd member while it serves", "dataDir", dir, "pid", inUse.PID, "etcd", strings.Join(running.Endpoints, ","))
+		rc.EmbeddedEtcd = nil
+		rc.Storage.Etcd = running
+		return open(ctx, rc, e, dir, true, resources, func() error { return nil })
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return open(ctx, rc, e, dir, true, resources, unlock)
+}
+
+// open opens the registry of rc with the transformers of encryption for
+// the data dir dir (embedded: whether the etcd is the data dir's); release
+// closes both and then calls unlock. On error it calls unlock.
+func open(ctx context.Context, rc registry.Config, encryption EncryptionOptions, dir string, embedded bool, resources []resource.Resource, unlock func() error) (*registry.Registry, func() error, error) {
+	enc, err := encryption.Load(ctx, dir, embedded)
 	if err != nil {
 		return nil, nil, errors.Join(err, unlock())
 	}
 	rc.Storage.Transformers = enc.Transformers
-	if reg, err = registry.Open(ctx, rc, resources...); err != nil {
+	reg, err := registry.Open(ctx, rc, resources...)
+	if err != nil {
 		enc.Close()
 		return nil, nil, errors.Join(err, unlock())
 	}
