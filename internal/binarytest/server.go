@@ -243,24 +243,47 @@ func (s *Server) Terminate() Shutdown {
 				s.Kill()
 			}
 		}
-		res.ExitCode = s.ExitCode()
-		if res.ExitCode != 0 {
-			res.Problems = append(res.Problems, fmt.Sprintf("exit status %d, want 0; stderr:\n%s", res.ExitCode, Tail(s.Stderr(), 20)))
-		}
-		lines := ClassifyStderr(s.Stderr())
-		for _, l := range lines.Errors {
-			res.Problems = append(res.Problems, "error-level log line: "+l)
-		}
-		if s.opts.FailOnKlogErrors {
-			for _, l := range lines.KlogErrors {
-				res.Problems = append(res.Problems, "klog error line: "+l)
-			}
-		} else {
-			res.Notes = append(res.Notes, lines.KlogErrors...)
-		}
-		res.Notes = append(res.Notes, lines.Expected...)
+		s.judgeExit(res)
 	})
 	return s.result
+}
+
+// AwaitExit waits up to timeout for a server that stops by itself (one
+// whose cluster member was removed: `cluster leave`) to exit, and returns
+// its Shutdown as Terminate judges one (a status other than 0 and stderr's
+// error lines are problems) but for the exit before a SIGTERM, which is
+// expected here; Stop then reports it. If the server still runs after
+// timeout it is killed and the test fails.
+func (s *Server) AwaitExit(tb testing.TB, timeout time.Duration) Shutdown {
+	tb.Helper()
+	start := time.Now()
+	s.RequireExit(tb, timeout)
+	s.termOnce.Do(func() {
+		s.result.Elapsed = time.Since(start)
+		s.judgeExit(&s.result)
+	})
+	return s.result
+}
+
+// judgeExit records in res the exit status of the exited server and the
+// error lines of its stderr.
+func (s *Server) judgeExit(res *Shutdown) {
+	res.ExitCode = s.ExitCode()
+	if res.ExitCode != 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("exit status %d, want 0; stderr:\n%s", res.ExitCode, Tail(s.Stderr(), 20)))
+	}
+	lines := ClassifyStderr(s.Stderr())
+	for _, l := range lines.Errors {
+		res.Problems = append(res.Problems, "error-level log line: "+l)
+	}
+	if s.opts.FailOnKlogErrors {
+		for _, l := range lines.KlogErrors {
+			res.Problems = append(res.Problems, "klog error line: "+l)
+		}
+	} else {
+		res.Notes = append(res.Notes, lines.KlogErrors...)
+	}
+	res.Notes = append(res.Notes, lines.Expected...)
 }
 
 // Crash kills the server with SIGKILL, as a test that means to: Stop then

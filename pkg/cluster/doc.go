@@ -16,4 +16,9 @@
 // The new member catches up as a learner and is promoted by the members
 // (etcd.PromoteLearners, which servers run every PromoteInterval); then it
 // serves the API on its own member.
+//
+// Members lists the membership and Remove removes another member (a dead
+// server's). Leave removes the member of the server asked, once the others
+// are healthy enough to go on without it; etcd then stops that member
+// (etcd.ErrMemberRemoved), and its server stops.
 package cluster

@@ -32,15 +32,21 @@ type Member struct {
 // Members returns the cluster's members, sorted by name, as the member cli
 // reaches sees them (its membership and its leader). Errors: etcd's.
 func Members(ctx context.Context, cli *clientv3.Client) ([]Member, error) {
-	list, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var leader, self uint64
 	if len(cli.Endpoints()) > 0 {
 		if st, err := cli.Status(ctx, cli.Endpoints()[0]); err == nil {
 			leader, self = st.Leader, st.Header.MemberId
 		}
+	}
+	return listMembers(ctx, cli, self, leader)
+}
+
+// listMembers is Members with the IDs of the member asked (self) and of
+// the leader given; opts are MemberList's (clientv3.WithSerializable).
+func listMembers(ctx context.Context, cli *clientv3.Client, self, leader uint64, opts ...clientv3.OpOption) ([]Member, error) {
+	list, err := cli.MemberList(ctx, opts...)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]Member, 0, len(list.Members))
 	for _, m := range list.Members {
@@ -57,13 +63,18 @@ func Members(ctx context.Context, cli *clientv3.Client) ([]Member, error) {
 // ErrUnknownMember is Remove's error for a name or ID no member has.
 var ErrUnknownMember = errors.New("no member of that name or ID")
 
+// ErrRemoveSelf is Remove's error for the member it is asked through:
+// that member's server leaves with Leave, which checks the others first
+// and lets its server stop.
+var ErrRemoveSelf = errors.New("the member is the one asked (the data dir's own)")
+
 // Remove removes the member named ref (a name, or a hex ID as Members
 // reports it) from the cluster. etcd refuses a removal that would leave
 // fewer started, connected members than a quorum of the rest (its strict
-// reconfiguration check): the error then says so, as it does for the
-// member asked removing itself while others are down. Removing a member
-// does not stop its server: stop it first (a removed member whose server
-// runs stops serving, its etcd stopped by the cluster).
+// reconfiguration check): the error then says so. It refuses to remove
+// the member cli reaches itself (ErrRemoveSelf): that is Leave's. Stop the
+// member's server first: a removed member's etcd is stopped by the
+// cluster (etcd.ErrMemberRemoved), and its server with it.
 func Remove(ctx context.Context, cli *clientv3.Client, ref string) (Member, error) {
 	members, err := Members(ctx, cli)
 	if err != nil {
@@ -72,6 +83,9 @@ func Remove(ctx context.Context, cli *clientv3.Client, ref string) (Member, erro
 	for _, m := range members {
 		if m.Name != ref && m.ID != ref {
 			continue
+		}
+		if m.Self {
+			return m, fmt.Errorf("%q: %w", ref, ErrRemoveSelf)
 		}
 		id, _ := strconv.ParseUint(m.ID, 16, 64)
 		if _, err := cli.MemberRemove(ctx, id); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/logfilter"
 	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/server"
@@ -129,6 +130,12 @@ second signal kills it at once.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "%s: start-up interrupted by a signal; stopped\n", cfg.Name)
 					return nil
 				}
+				if errors.Is(err, etcd.ErrMemberRemoved) {
+					// Removed while it was down (cluster remove), started
+					// on its old data dir: the peers told it so.
+					return fmt.Errorf("%w\nthis data dir's etcd member was removed from the cluster: to join again as a new member, remove %s and start with --server and --token (or --token-file)",
+						err, datadir.EmbeddedEtcdDir(sc.Options.DataDir))
+				}
 				return err
 			}
 			if flags := srv.EmbeddedEtcdctlFlags(); flags != "" {
@@ -170,7 +177,23 @@ second signal kills it at once.`,
 				case <-ctx.Done():
 				}
 			}()
-			return srv.Run(ctx)
+			err = srv.Run(ctx)
+			if errors.Is(err, etcd.ErrMemberRemoved) {
+				// cluster leave (or cluster remove through another
+				// server): the server's work is done, as etcd's own
+				// process exits 0 once removed. Not restarted by a
+				// supervisor that restarts on failure; a start on the
+				// data dir is refused (datadir.ClusterRecord.Removed).
+				member := ""
+				if sc.Cluster != nil {
+					member = " " + sc.Cluster.Name
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: this server's etcd member%s was removed from the cluster (cluster leave, or cluster remove); stopped. Data dir %s is no longer a member: to join again, remove %s and start with --server and --token-file\n",
+					cfg.Name, member, sc.Options.DataDir, datadir.EmbeddedEtcdDir(sc.Options.DataDir))
+				klog.V(2).InfoS("Stopped: the etcd member was removed from the cluster", "err", err)
+				return nil
+			}
+			return err
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -135,6 +135,11 @@ type ClusterRecord struct {
 	// --initial-cluster), until its etcd data exists; "" for the first
 	// member.
 	InitialCluster string `json:"initialCluster,omitempty"`
+	// Removed says the member was removed from the cluster (`cluster
+	// leave`, or `cluster remove` while its server ran): the etcd data of
+	// the data dir is of a member the cluster no longer has, and a server
+	// does not start on it (it joins again with an empty etcd dir).
+	Removed bool `json:"removed,omitempty"`
 }
 
 // ReadClusterRecord returns dir's ClusterRecord, or nil when the server
@@ -161,4 +166,15 @@ func WriteClusterRecord(dir string, r ClusterRecord) error {
 		return err
 	}
 	return pki.WriteFileAtomic(filepath.Join(dir, ClusterFile), append(data, '\n'), 0o600)
+}
+
+// RecordRemoved marks dir's ClusterRecord Removed (see there); a data dir
+// without a record is left alone.
+func RecordRemoved(dir string) error {
+	r, err := ReadClusterRecord(dir)
+	if err != nil || r == nil || r.Removed {
+		return err
+	}
+	r.Removed = true
+	return WriteClusterRecord(dir, *r)
 }

@@ -164,3 +164,91 @@ func addLearner(t *testing.T, cli *clientv3.Client, peerURL string) *clientv3.Me
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestEmbeddedMemberRemoved: a running member removed from its cluster
+// (through another member) is stopped by etcd, and Err says so
+// (ErrMemberRemoved) instead of staying silent; started again on its data
+// dir, it fails at once with ErrMemberRemoved.
+func TestEmbeddedMemberRemoved(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, caKey := filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
+	if err := ca.WriteFiles(caFile, caKey); err != nil {
+		t.Fatal(err)
+	}
+	ports := customapitest.FreePorts(t, 2)
+	urlA, urlB := fmt.Sprintf("https://127.0.0.1:%d", ports[0]), fmt.Sprintf("https://127.0.0.1:%d", ports[1])
+	cfg := func(name, url, initial string) etcd.EmbeddedConfig {
+		return etcd.EmbeddedConfig{
+			DataDir: filepath.Join(dir, name), UnsafeNoFsync: true, ReadyTimeout: 20 * time.Second,
+			Peer: &etcd.PeerConfig{Name: name, URL: url, CAFile: caFile, CAKeyFile: caKey, InitialCluster: initial},
+		}
+	}
+	a, err := etcd.StartEmbedded(t.Context(), cfg("a", urlA, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	cli, err := a.ClientConfig().NewClient(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	added := addLearner(t, cli, urlB)
+	started := make(chan error, 1)
+	var b *etcd.Embedded
+	go func() {
+		var err error
+		b, err = etcd.StartEmbedded(t.Context(), cfg("b", urlB, "a="+urlA+",b="+urlB))
+		started <- err
+	}()
+	// b's start returns once it is promoted.
+	for promoted := false; !promoted; {
+		select {
+		case err := <-started:
+			t.Fatalf("b: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		names, _ := etcd.PromoteLearners(t.Context(), cli)
+		promoted = len(names) == 1
+	}
+	if err := <-started; err != nil {
+		t.Fatalf("b: %v", err)
+	}
+	t.Cleanup(b.Close)
+
+	// etcd's strict reconfiguration check counts b once it has been
+	// connected for 5 s.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := cli.MemberRemove(t.Context(), added.Member.ID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, rpctypes.ErrUnhealthy) || time.Now().After(deadline) {
+			t.Fatalf("remove b: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	select {
+	case err := <-b.Err():
+		if !errors.Is(err, etcd.ErrMemberRemoved) {
+			t.Fatalf("b's Err after its removal: %v, want ErrMemberRemoved", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("b reported nothing 20 s after its removal")
+	}
+	b.Close()
+
+	start := time.Now()
+	if e, err := etcd.StartEmbedded(t.Context(), cfg("b", urlB, "")); err == nil {
+		e.Close()
+		t.Fatal("a removed member started again")
+	} else if !errors.Is(err, etcd.ErrMemberRemoved) {
+		t.Fatalf("a removed member started again: %v, want ErrMemberRemoved", err)
+	}
+	t.Logf("the removed member's start failed after %s", time.Since(start).Round(time.Millisecond))
+}

@@ -214,6 +214,75 @@ type Embedded struct {
 	endpoints []string
 	tls       tlsFiles
 	closeOnce sync.Once
+	// errc is Err's channel, fed by watch; closing is closed when Close
+	// begins, watched once watch has returned (errc closed).
+	errc     chan error
+	closing  chan struct{}
+	watching chan struct{}
+}
+
+// ErrMemberRemoved is the error (wrapped) of Err and StartEmbedded when the
+// member was removed from its cluster (clientv3.Cluster.MemberRemove
+// through any member, also itself): etcd then stops the member for good
+// ("the member has been permanently removed from the cluster"), either as
+// it applies its own removal or when a peer answers it that it is no
+// longer a member (a member removed while it was down, started again on
+// its old data dir). Its data dir cannot serve again: a member joins again
+// with an empty one.
+var ErrMemberRemoved = errors.New("the member has been permanently removed from the cluster")
+
+// newEmbedded returns the Embedded of the ready server e and starts
+// watching it (watch).
+func newEmbedded(e *embed.Etcd, dataDir string, endpoints []string, tls tlsFiles) *Embedded {
+	em := &Embedded{etcd: e, dataDir: dataDir, endpoints: endpoints, tls: tls,
+		errc: make(chan error, 1), closing: make(chan struct{}), watching: make(chan struct{})}
+	go em.watch()
+	return em
+}
+
+// watch sends Err's one value: the first error of etcd's listeners
+// (embed.Etcd.Err), or ErrMemberRemoved when the etcd server stopped
+// without Close (etcd stops a member on its own only when it was removed
+// from the cluster: its server loop ends on nothing else). It closes the
+// channel once Close has begun.
+func (e *Embedded) watch() {
+	defer close(e.watching)
+	defer close(e.errc)
+	var err error
+	select {
+	case <-e.closing:
+		return
+	case lerr, ok := <-e.etcd.Err():
+		if !ok {
+			return // closed: Close ran
+		}
+		err = lerr
+		if err == nil {
+			err = errors.New("etcd: a listener stopped serving")
+		}
+	case <-e.etcd.Server.StoppingNotify():
+	}
+	select {
+	case <-e.closing: // Close stopped it
+		return
+	default:
+	}
+	if stopping(e.etcd) { // on its own: removed
+		err = fmt.Errorf("etcd: member %s (%s) stopped: %w", e.etcd.Config().Name, e.etcd.Server.MemberID(), ErrMemberRemoved)
+	}
+	e.errc <- err
+	<-e.closing
+}
+
+// stopping says whether e's server is stopping or stopped: before Close,
+// because its member was removed (see ErrMemberRemoved).
+func stopping(e *embed.Etcd) bool {
+	select {
+	case <-e.Server.StoppingNotify():
+		return true
+	default:
+		return false
+	}
 }
 
 // StartEmbedded starts a single-member etcd server and returns once it serves
@@ -271,8 +340,19 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		select {
 		case <-e.Server.ReadyNotify():
 		case err := <-e.Err():
+			// Only a removed member stops on its own (see
+			// ErrMemberRemoved): one started on the data dir of a member
+			// removed while it was down, told so by its peers. Its
+			// client listener then fails ("server is stopping").
+			removed := stopping(e)
 			e.Close()
+			if removed {
+				return nil, fmt.Errorf("etcd: member %s stopped before it was ready: %w", e.Config().Name, ErrMemberRemoved)
+			}
 			return nil, fmt.Errorf("etcd: server failed before ready: %w", err)
+		case <-e.Server.StoppingNotify():
+			e.Close()
+			return nil, fmt.Errorf("etcd: member %s stopped before it was ready: %w", e.Config().Name, ErrMemberRemoved)
 		case <-time.After(readyTimeout):
 			e.Close()
 			return nil, fmt.Errorf("etcd: server not ready after %s", readyTimeout)
@@ -298,7 +378,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 			e.Close()
 			return nil, err
 		}
-		return &Embedded{etcd: e, dataDir: dataDir, endpoints: endpoints, tls: tlsFiles}, nil
+		return newEmbedded(e, dataDir, endpoints, tlsFiles), nil
 	}
 	return nil, fmt.Errorf("etcd: no free ports after retries: %w", lastErr)
 }
@@ -384,7 +464,12 @@ func waitPromoted(ctx context.Context, e *embed.Etcd) error {
 		select {
 		case <-t.C:
 		case err := <-e.Err():
+			if stopping(e) { // removed before it was promoted
+				return fmt.Errorf("etcd: member %s stopped while a learner: %w", e.Config().Name, ErrMemberRemoved)
+			}
 			return fmt.Errorf("etcd: failed while a learner: %w", err)
+		case <-e.Server.StoppingNotify(): // removed before it was promoted
+			return fmt.Errorf("etcd: member %s stopped while a learner: %w", e.Config().Name, ErrMemberRemoved)
 		case <-ctx.Done():
 			return fmt.Errorf("etcd: waiting to be promoted from learner: %w", ctx.Err())
 		}
@@ -459,19 +544,22 @@ func (e *Embedded) ClientConfig() ClientConfig {
 // they need it).
 func (e *Embedded) EtcdctlFlags() string { return e.ClientConfig().EtcdctlFlags() }
 
-// Err returns embed.Etcd.Err(): the channel on which the running server
-// reports a fatal error after start, such as a client or peer listener that
-// stopped serving. A value received before Close means the server no longer
-// serves (the value may be nil when a listener ended without an error);
-// Close closes the channel.
-func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+// Err returns the channel on which the running server reports, once, that
+// it stopped serving after start: the first fatal error of etcd's
+// listeners (embed.Etcd.Err), or an error wrapping ErrMemberRemoved when
+// the member was removed from its cluster and etcd stopped it. A value
+// received before Close means the server no longer serves (it is never
+// nil); Close closes the channel.
+func (e *Embedded) Err() <-chan error { return e.errc }
 
 // Close stops the server and waits until it has stopped, then removes
 // <DataDir>/endpoints (see EndpointsFileName). Calling it more than once is
 // safe. Pending client requests end with an error.
 func (e *Embedded) Close() {
 	e.closeOnce.Do(func() {
+		close(e.closing)
 		e.etcd.Close()
+		<-e.watching
 		_ = removeEndpoints(e.dataDir)
 	})
 }
@@ -531,8 +619,9 @@ func newLogger(level string) (*zap.Logger, error) {
 
 // shutdownNoiseFilter drops the error-level lines etcd writes when its own
 // listeners are closed during a clean shutdown ("setting up serving from
-// embedded etcd failed" with "mux: server closed", "http: Server closed" or
-// "use of closed network connection"), those about a port taken
+// embedded etcd failed" with "mux: server closed", "http: Server closed",
+// "use of closed network connection" or, before ready, "server is
+// stopping"), those about a port taken
 // between picking and binding it, which StartEmbedded retries, and the
 // storage version monitor's "missing term information" on a new data dir,
 // and the refused promotions of a learner still catching up.
@@ -594,5 +683,8 @@ func isClosedError(err error) bool {
 	return errors.Is(err, net.ErrClosed) || strings.Contains(msg, "server closed") ||
 		strings.Contains(msg, "Server closed") || strings.Contains(msg, "use of closed network connection") ||
 		// cmux and grpc.ErrServerStopped, when Close comes before ready
-		strings.Contains(msg, "listener closed") || strings.Contains(msg, "the server has been stopped")
+		strings.Contains(msg, "listener closed") || strings.Contains(msg, "the server has been stopped") ||
+		// a client listener whose server stopped before it was ready
+		// (Close, or a removed member: ErrMemberRemoved says so)
+		msg == "server is stopping"
 }

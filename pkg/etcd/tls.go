@@ -18,6 +18,13 @@ import (
 // client.crt and client.key (keys mode 0600).
 const TLSDirName = "tls"
 
+// peerCertFile and peerKeyFile, in TLSDirName, are a cluster member's
+// peer certificate and key (ensurePeerTLS).
+const (
+	peerCertFile = "peer.crt"
+	peerKeyFile  = "peer.key"
+)
+
 // tlsValidity is how long generated certificates are valid; tlsRenewBefore
 // is how close to expiry a set is regenerated at start.
 const (
@@ -146,7 +153,7 @@ func (f tlsFiles) generate() error {
 // the peer CA (p.CAFile, p.CAKeyFile) otherwise: ECDSA P-256, for both
 // ends of a peer connection, named after the member.
 func ensurePeerTLS(f tlsFiles, p PeerConfig) (tlsFiles, error) {
-	f.peerCert, f.peerKey = filepath.Join(f.dir, "peer.crt"), filepath.Join(f.dir, "peer.key")
+	f.peerCert, f.peerKey = filepath.Join(f.dir, peerCertFile), filepath.Join(f.dir, peerKeyFile)
 	u, err := url.Parse(p.URL)
 	if err != nil || u.Hostname() == "" {
 		return f, fmt.Errorf("etcd: peer URL %q has no host", p.URL)
@@ -173,6 +180,31 @@ func ensurePeerTLS(f tlsFiles, p PeerConfig) (tlsFiles, error) {
 		return f, fmt.Errorf("etcd: peer certificate: %w", err)
 	}
 	return f, nil
+}
+
+// PeerClientTLS returns the TLS configuration with which a tool on the
+// member's machine talks to the members of the cluster of the embedded etcd
+// on dataDir (an EmbeddedConfig.DataDir with a PeerConfig) at their peer
+// URLs, as their peers do (for example GET <peer URL>/members, the
+// membership a member sees): the member's peer certificate
+// (<dataDir>/tls/peer.crt, which StartEmbedded issued) as the client
+// certificate, and only the cluster's peer CA caFile (PeerConfig.CAFile)
+// trusted. Errors: files that do not load (no member started on dataDir).
+func PeerClientTLS(dataDir, caFile string) (*tls.Config, error) {
+	dir := filepath.Join(dataDir, TLSDirName)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, peerCertFile), filepath.Join(dir, peerKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("etcd: peer certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("etcd: peer CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("etcd: peer CA %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: pool}, nil
 }
 
 // peerValid reports why f's peer certificate is not usable for host with

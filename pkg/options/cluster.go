@@ -132,13 +132,29 @@ func (o *ClusterOptions) peerURL(bind net.IP) (string, error) {
 // server), holding the data dir's lock: the recorded one of a member's
 // data dir (PeerURL, when given, replaces its peer URL); with Server, the
 // join (cluster.Join: the shared files written into dir, the member
-// added); with Init, a new record. identity names a new member.
+// added); with Init, a new record. identity names a new member. A data
+// dir whose member was removed (datadir.ClusterRecord.Removed) is refused
+// while it holds its etcd data, with what to do; without it, Server joins
+// again (and Init starts a new cluster).
 func (o *ClusterOptions) prepare(dir, identity string, bind net.IP) (*datadir.ClusterRecord, error) {
 	rec, err := datadir.ReadClusterRecord(dir)
 	if err != nil {
 		return nil, err
 	}
 	hasData := etcdHasData(dir)
+	if rec != nil && rec.Removed {
+		// Left the cluster (or removed from it while it ran): its etcd
+		// data is of a member the cluster no longer has.
+		if hasData {
+			return nil, fmt.Errorf("data dir %s was the cluster member %s, which left the cluster (its etcd member was removed: cluster leave, or cluster remove): its etcd data cannot serve again. To join the cluster again as a new member, remove %s (or the whole data dir) and start with --server https://<a server of the cluster>:<port> and --token-file <that server's data dir>/%s",
+				dir, rec.Name, datadir.EmbeddedEtcdDir(dir), datadir.JoinTokenFile)
+		}
+		if o.Server == "" && !o.Init {
+			return nil, fmt.Errorf("data dir %s was the cluster member %s, which left the cluster: to join it again as a new member, start with --server https://<a server of the cluster>:<port> and --token-file <that server's data dir>/%s",
+				dir, rec.Name, datadir.JoinTokenFile)
+		}
+		rec = nil // joins (or starts) a cluster anew, below
+	}
 	switch {
 	case rec != nil:
 		if o.PeerURL != "" && o.PeerURL != rec.PeerURL {

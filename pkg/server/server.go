@@ -15,9 +15,12 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/customapi/customapi/pkg/customresources"
+	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/pipe"
 	"github.com/customapi/customapi/pkg/registry"
@@ -118,6 +121,7 @@ func New(ctx context.Context, cfg *options.Config, resources ...resource.Resourc
 		}
 	}()
 	if s.registry, err = openRegistry(ctx, cfg, resources); err != nil {
+		s.recordRemoved(err)
 		return nil, err
 	}
 	gc, codecs, reviews, err := s.completeGeneric(rbacAPI, resources)
@@ -203,8 +207,12 @@ func (s *Server) addHooks(loopbackToken string) error {
 // data dir lock). It returns nil after a requested stop (also when ctx had
 // already ended), an error when the kubeconfig cannot be written, and an
 // error naming the embedded etcd when that fails while serving
-// (embed.Etcd.Err): the server then shuts down as for a stop, /readyz
-// failing meanwhile. Run may be called once, and not after Close.
+// (etcd.Embedded.Err): the server then shuts down as for a stop, /readyz
+// failing meanwhile. On a server of a cluster whose etcd member was
+// removed (`cluster leave`, `cluster remove`), etcd stops the member: the
+// error then wraps etcd.ErrMemberRemoved, and the data dir records that
+// it is no longer a member (datadir.ClusterRecord.Removed). Run may be
+// called once, and not after Close.
 func (s *Server) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	if s.closed || s.runDone != nil {
@@ -258,9 +266,26 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	cancel()
 	watching.Wait()
 	if etcdFailure != nil {
+		if errors.Is(etcdFailure, etcd.ErrMemberRemoved) {
+			s.recordRemoved(etcdFailure)
+			return errors.Join(fmt.Errorf("server: this server's etcd member was removed from its cluster, and etcd stopped it: %w", etcdFailure), err)
+		}
 		return errors.Join(fmt.Errorf("server: embedded etcd (%s) stopped serving (its log has the cause): %w", strings.Join(s.registry.EtcdConfig().Endpoints, ","), etcdFailure), err)
 	}
 	return err
+}
+
+// recordRemoved marks the data dir of a server of a cluster whose etcd
+// member was removed (err wraps etcd.ErrMemberRemoved) as no longer a
+// member (datadir.RecordRemoved): a later start on it is refused, saying
+// how to join again, instead of starting a member the cluster refuses.
+func (s *Server) recordRemoved(err error) {
+	if s.config.Cluster == nil || !errors.Is(err, etcd.ErrMemberRemoved) {
+		return
+	}
+	if rerr := datadir.RecordRemoved(s.config.Options.DataDir); rerr != nil {
+		klog.ErrorS(rerr, "Cannot record in the data dir that its cluster member was removed")
+	}
 }
 
 // Close stops the server and releases everything it holds: a running Run
