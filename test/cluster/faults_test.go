@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,26 +163,47 @@ func TestClusterFaults(t *testing.T) {
 }
 
 // etcdLeader returns the index of the server whose etcd member leads the
-// cluster, as its member's status says.
+// cluster, as the members' statuses say.
 func etcdLeader(t *testing.T, servers []*binarytest.Server) int {
 	t.Helper()
-	for i, s := range servers {
-		cfg := etcd.ClientConfig{Endpoints: []string{s.Etcd.Endpoint}, CAFile: s.Etcd.CAFile, CertFile: s.Etcd.CertFile, KeyFile: s.Etcd.KeyFile}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		cli, err := cfg.NewClient(ctx)
-		if err != nil {
-			cancel()
-			continue
-		}
-		st, err := cli.Status(ctx, s.Etcd.Endpoint)
-		cli.Close()
-		cancel()
-		if err == nil && st.Leader == st.Header.MemberId {
+	members := etcdMembers(t, servers)
+	for i, m := range members {
+		if m.id != 0 && m.id == m.leader {
 			return i
 		}
 	}
 	t.Fatal("no server's member leads the cluster")
 	return -1
+}
+
+// etcdMember is a server's etcd member as its status says: its ID, the
+// leader's ID as it sees it, and a client of it (closed when the test
+// ends). id is 0 for a member that did not answer.
+type etcdMember struct {
+	id, leader uint64
+	client     *clientv3.Client
+}
+
+// etcdMembers asks every server's etcd member for its status (at most 5 s
+// each).
+func etcdMembers(t *testing.T, servers []*binarytest.Server) []etcdMember {
+	t.Helper()
+	out := make([]etcdMember, len(servers))
+	for i, s := range servers {
+		cfg := etcd.ClientConfig{Endpoints: []string{s.Etcd.Endpoint}, CAFile: s.Etcd.CAFile, CertFile: s.Etcd.CertFile, KeyFile: s.Etcd.KeyFile}
+		cli, err := cfg.NewClient(t.Context())
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { cli.Close() })
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		st, err := cli.Status(ctx, s.Etcd.Endpoint)
+		cancel()
+		if err == nil {
+			out[i] = etcdMember{id: st.Header.MemberId, leader: st.Leader, client: cli}
+		}
+	}
+	return out
 }
 
 // TestClusterQuorumLost: with two servers of three killed, a write through

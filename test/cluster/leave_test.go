@@ -7,14 +7,12 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/datadir"
-	"github.com/customapi/customapi/pkg/etcd"
 )
 
 // TestClusterLeave: `cluster leave` is refused while another server is
@@ -108,29 +106,15 @@ func TestClusterLeave(t *testing.T) {
 // (etcd's move-leader, sent to the current leader).
 func makeLeader(t *testing.T, servers []*binarytest.Server, i int) {
 	t.Helper()
-	clients := make([]*clientv3.Client, len(servers))
-	ids := make([]uint64, len(servers))
-	var leader uint64
-	for j, s := range servers {
-		cli, err := etcd.ClientConfig{Endpoints: []string{s.Etcd.Endpoint}, CAFile: s.Etcd.CAFile, CertFile: s.Etcd.CertFile, KeyFile: s.Etcd.KeyFile}.NewClient(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cli.Close()
-		st, err := cli.Status(t.Context(), s.Etcd.Endpoint)
-		if err != nil {
-			t.Fatalf("server %d's etcd status: %v", j, err)
-		}
-		clients[j], ids[j], leader = cli, st.Header.MemberId, st.Leader
+	members := etcdMembers(t, servers)
+	j := slices.IndexFunc(members, func(m etcdMember) bool { return m.id != 0 && m.id == m.leader })
+	if j < 0 {
+		t.Fatal("no server's member leads the cluster")
 	}
-	if leader == ids[i] {
+	if j == i {
 		return
 	}
-	j := slices.Index(ids, leader)
-	if j < 0 {
-		t.Fatalf("the leader %x is none of the servers' members", leader)
-	}
-	if _, err := clients[j].MoveLeader(t.Context(), ids[i]); err != nil {
+	if _, err := members[j].client.MoveLeader(t.Context(), members[i].id); err != nil {
 		t.Fatalf("move the leadership from server %d to server %d: %v", j, i, err)
 	}
 }
