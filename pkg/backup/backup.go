@@ -75,6 +75,14 @@ type BackupOptions struct {
 // dir (an --encryption-provider-config elsewhere, a KMS) are not in the
 // archive: back them up with it.
 //
+// On a member of a cluster of servers (`serve --cluster-init` or
+// `--server`), the snapshot comes from that server's etcd member and holds
+// the whole cluster's data, and the files include the member's record and
+// the cluster's join token and etcd peer CA (which Restore leaves out).
+// The server must run: with none running on the data dir, Backup fails
+// at once (datadir.OpenEmbeddedEtcd: a member's etcd does not serve
+// without its cluster); back up through a running server of the cluster.
+//
 // A server that stores some resources on etcds of their own
 // (--etcd-servers-overrides) records them in its data dir
 // (datadir.EtcdOverridesFile); Backup then needs the same overrides in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,6 +134,13 @@ func TestBackupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
+	stoppedMember := t.TempDir() // a cluster's server, stopped
+	if err := os.MkdirAll(filepath.Join(datadir.EmbeddedEtcdDir(stoppedMember), "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := datadir.WriteClusterRecord(stoppedMember, datadir.ClusterRecord{Name: "m1", PeerURL: "https://127.0.0.1:2380"}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		o    backup.BackupOptions
@@ -143,6 +151,7 @@ func TestBackupErrors(t *testing.T) {
 		{"missing data dir", backup.BackupOptions{DataDir: filepath.Join(noEtcd, "nope")}, "no such file"},
 		{"no embedded etcd data", backup.BackupOptions{DataDir: noEtcd}, "holds no embedded etcd data"},
 		{"server starting", backup.BackupOptions{DataDir: starting}, "embedded etcd is not reachable"},
+		{"stopped cluster member", backup.BackupOptions{DataDir: stoppedMember}, "no server runs on it: its etcd member serves only with its cluster"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "b.tar")
@@ -157,5 +166,47 @@ func TestBackupErrors(t *testing.T) {
 				t.Errorf("left behind: %v", entries)
 			}
 		})
+	}
+}
+
+// TestRestoreLeavesClusterIdentityOut: a backup of a cluster's server holds
+// its record, the cluster's join token and etcd peer CA; Restore checks
+// them but writes only the other files: the restored data dir is a single
+// server.
+func TestRestoreLeavesClusterIdentityOut(t *testing.T) {
+	ctx := t.Context()
+	external := customapitest.EmbeddedEtcd(t)
+	dataDir := t.TempDir()
+	files := map[string]string{
+		datadir.CACertFile: "ca", datadir.TokensFile: "tokens", datadir.ClusterFile: `{"name":"m1","peerURL":"https://10.0.0.2:2380"}`,
+		datadir.JoinTokenFile: "C1...", datadir.PeerCACertFile: "peer ca", datadir.PeerCAKeyFile: "peer ca key",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dataDir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := filepath.Join(t.TempDir(), "member.tar")
+	if _, err := backup.Backup(ctx, backup.BackupOptions{DataDir: dataDir, Etcd: external, Output: archive}); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(t.TempDir(), "restored")
+	m, err := backup.Restore(ctx, backup.RestoreOptions{Archive: archive, DataDir: restored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.ClusterMember() || len(m.Files) != 6 || len(m.RestoredFiles()) != 2 {
+		t.Errorf("manifest: cluster member %v, %d files, %d restored; want true, 6, 2", m.ClusterMember(), len(m.Files), len(m.RestoredFiles()))
+	}
+	var got []string
+	entries, err := os.ReadDir(restored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if want := []string{datadir.CACertFile, datadir.EtcdDir, datadir.TokensFile}; !slices.Equal(got, want) {
+		t.Errorf("restored data dir: %v, want %v", got, want)
 	}
 }

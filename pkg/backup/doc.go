@@ -30,6 +30,12 @@
 // holds private keys and tokens: it is written with mode 0600; keep it as
 // secret as the data dir.
 //
+// A backup of a member of a cluster of servers (taken while it runs) is
+// restored as a single server, without the old cluster's membership, join
+// token and etcd peer CA; `customapi serve --cluster-init` then makes it
+// the first member of a new cluster, which other servers join (see
+// Restore).
+//
 // The lower-level calls work on snapshot files alone, for an etcd of your
 // own: SaveSnapshot (from any etcd.ClientConfig), VerifySnapshot and
 // RestoreSnapshot (into a new embedded etcd data dir).

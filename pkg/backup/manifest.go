@@ -2,7 +2,10 @@ package backup
 
 import (
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/customapi/customapi/pkg/datadir"
 )
 
 // Format is the manifest's format field of archives this package writes
@@ -60,6 +63,31 @@ type Manifest struct {
 	// Files are the data dir's files, in the archive's order, each under
 	// FilesPrefix.
 	Files []File `json:"files"`
+}
+
+// clusterIdentityFiles are the files of a data dir that make its server a
+// member of one cluster of servers, which Restore leaves out.
+var clusterIdentityFiles = []string{datadir.ClusterFile, datadir.JoinTokenFile, datadir.PeerCACertFile, datadir.PeerCAKeyFile}
+
+// ClusterMember says whether the backup is of a member of a cluster of
+// servers (`serve --cluster-init` or `--server`): its files hold the
+// member's record, datadir.ClusterFile. Restore leaves that record and the
+// cluster's join token and etcd peer CA out: the restored data dir is a
+// single server.
+func (m *Manifest) ClusterMember() bool {
+	return slices.ContainsFunc(m.Files, func(f File) bool { return f.Name == datadir.ClusterFile })
+}
+
+// RestoredFiles are the files of Files that Restore writes into the new
+// data dir: all but the cluster identity of a ClusterMember's backup.
+func (m *Manifest) RestoredFiles() []File {
+	var out []File
+	for _, f := range m.Files {
+		if !slices.Contains(clusterIdentityFiles, f.Name) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // File is one file of the data dir in a backup archive.

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,23 @@ type RestoreOptions struct {
 // --data-dir` (or options.ServerOptions.DataDir). The embedded etcd's TLS files
 // (not in the archive) are generated anew; a server rewrites
 // admin.kubeconfig with its port when it starts.
+//
+// The restored data dir is always a single server, whose etcd is a new
+// cluster of one member (etcd's restore procedure: restore on one member,
+// then add the others). A backup of a member of a cluster of servers
+// (Manifest.ClusterMember) holds that cluster's identity too: the
+// member's record (datadir.ClusterFile), the cluster's join token
+// (datadir.JoinTokenFile) and its etcd peer CA (datadir.PeerCACertFile,
+// datadir.PeerCAKeyFile). Restore checks them like every file but does not
+// write them: the restored server is no member of the old cluster (which
+// may still run), so it must not take the old member's name and peer URL,
+// nor let the old cluster's join token and peer certificates in.
+// `customapi serve --cluster-init` on the restored data dir makes it the
+// first member of a new cluster, with a new peer CA and join token, and
+// its data; other servers join that one with empty data dirs. The CA,
+// serving certificate, admin and super-admin tokens and encryption keys
+// are restored, so kubeconfigs of the old cluster's servers keep working
+// against the new one's.
 //
 // The snapshots of the etcds of --etcd-servers-overrides
 // (Manifest.EtcdOverrides) cannot be restored here: those etcds are
@@ -329,11 +347,16 @@ func extract(r io.Reader, name, dir, snapPath string, overridePath func(int) str
 				return nil, fmt.Errorf("backup %s: %w: entry %q is not in its manifest", name, ErrNotBackup, h.Name)
 			}
 			delete(want, rel)
-			target := filepath.Join(dir, filepath.FromSlash(rel))
-			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-				return nil, err
+			var sum string
+			if slices.Contains(clusterIdentityFiles, rel) {
+				sum, err = hashEntry(tr, h.Size) // checked, not restored (see Restore)
+			} else {
+				target := filepath.Join(dir, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+					return nil, err
+				}
+				sum, err = writeEntry(tr, target, h.Size)
 			}
-			sum, err := writeEntry(tr, target, h.Size)
 			if err != nil {
 				return nil, fmt.Errorf("backup %s: %w: %s truncated or damaged (%w)", name, ErrNotBackup, h.Name, err)
 			}
@@ -359,6 +382,19 @@ func extract(r io.Reader, name, dir, snapPath string, overridePath func(int) str
 		return nil, fmt.Errorf("backup %s: %w: truncated: %s missing", name, ErrNotBackup, strings.Join(missing, ", "))
 	}
 	return m, nil
+}
+
+// hashEntry reads exactly size bytes of r and returns their hex SHA-256.
+func hashEntry(r io.Reader, size int64) (string, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		return "", err
+	}
+	if n != size {
+		return "", fmt.Errorf("%d of %d bytes", n, size)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // writeEntry copies exactly size bytes of r into a new file at target

@@ -30,9 +30,12 @@ the embedded etcd's own directory):
 
 The snapshot comes from the embedded etcd of the server running on --data-dir, or, when no
 server runs, from the embedded etcd the command starts itself for the snapshot (a serve
-started meanwhile fails at once, naming this process). With --etcd-servers it
-comes from that external etcd cluster (the first member that answers; the whole cluster,
-every --etcd-prefix), and --data-dir still gives the files.
+started meanwhile fails at once, naming this process). Of a highly available cluster, back
+up any running server: its etcd member holds the whole cluster's data (a stopped one is
+refused: its member does not serve without its cluster); '` + cfg.Name + ` restore' makes a
+single server of it, which 'serve --cluster-init' makes the first of a new cluster. With
+--etcd-servers it comes from that external etcd cluster (the first member that answers; the
+whole cluster, every --etcd-prefix), and --data-dir still gives the files.
 
 A server that keeps some resources on etcds of their own (--etcd-servers-overrides)
 records them in its data dir; backup then needs the same --etcd-servers-overrides and

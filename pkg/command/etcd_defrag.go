@@ -51,7 +51,9 @@ then run it again.
 The etcd is the embedded etcd of --data-dir: the running server's (reached with the data
 dir's client certificate, while the server serves), or, when no server runs, one this
 command starts under the data dir's lock (a serve started meanwhile fails at once, naming
-this process), with --quota-backend-bytes (pass serve's). With --etcd-servers (and its TLS
+this process), with --quota-backend-bytes (pass serve's); a server of a highly available
+cluster must be running (its etcd member does not serve without its cluster), and then
+every member is defragmented. With --etcd-servers (and its TLS
 flags, as serve's) it is that external cluster: every member of its member list, at its
 first client URL.`,
 		Args: cobra.NoArgs,

@@ -2,12 +2,15 @@ package command
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/customapi/customapi/pkg/backup"
+	"github.com/customapi/customapi/pkg/datadir"
+	"github.com/customapi/customapi/pkg/options"
 )
 
 // newRestoreCommand is `restore`: a new data dir from a backup archive
@@ -32,6 +35,21 @@ instead of seeing resourceVersions go backwards. Objects keep their resourceVers
 Everything is written beside --data-dir and moved into place at the end: a truncated or
 foreign file, or any other failure, leaves nothing behind.
 
+The restored data dir is a single server. A backup of a member of a highly available
+cluster (serve --cluster-init or --server) also holds that cluster's identity: the member's
+record (` + datadir.ClusterFile + `), the join token (` + datadir.JoinTokenFile + `) and the etcd peer CA
+(` + datadir.PeerCACertFile + `, ` + datadir.PeerCAKeyFile + `). They are checked but not restored: the restored
+server is no member of the old cluster, which may still run. To restore a cluster, restore
+one backup and make it the first server of a new cluster (new join token, new peer CA, the
+restored data), then join the others with empty data dirs, as etcd's own procedure does:
+
+  ` + cfg.Name + ` restore --data-dir ` + cfg.Name + `-restored backup.tar
+  ` + cfg.Name + ` serve --data-dir ` + cfg.Name + `-restored --cluster-init --etcd-peer-url https://HOST:2380
+  ` + cfg.Name + ` serve --data-dir EMPTY-DIR --server https://HOST:6443 --token-file ` + cfg.Name + `-restored/` + datadir.JoinTokenFile + ` --etcd-peer-url https://OTHER-HOST:2380
+
+The CA, serving certificate, tokens and encryption keys are restored: kubeconfigs of the old
+servers keep working against the new ones (with the new servers' addresses).
+
 A backup of a server with --etcd-servers-overrides also holds a snapshot of each of those
 etcds. They are checked and written beside the new data dir (<data-dir>.etcd-override-<i>.db);
 restore each into its own etcd cluster with 'etcdutl snapshot restore --bump-revision N
@@ -50,7 +68,11 @@ restore each into its own etcd cluster with 'etcdutl snapshot restore --bump-rev
 				bump = backup.DefaultRevisionBump
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: etcd snapshot at revision %d (%d keys), now at revision %d, and %d files, in %s; serve it with:\n  %s serve --data-dir %s\n",
-				o.Archive, o.DataDir, m.Snapshot.Revision, m.Snapshot.TotalKeys, m.Snapshot.Revision+int64(bump), len(m.Files), time.Since(start).Round(time.Millisecond), cfg.Name, o.DataDir)
+				o.Archive, o.DataDir, m.Snapshot.Revision, m.Snapshot.TotalKeys, m.Snapshot.Revision+int64(bump), len(m.RestoredFiles()), time.Since(start).Round(time.Millisecond), cfg.Name, o.DataDir)
+			if m.ClusterMember() {
+				fmt.Fprintf(cmd.OutOrStdout(), "The backup is of a member of a cluster of servers: %s is a single server, without the old cluster's membership, join token and etcd peer CA. To make it the first server of a new cluster, serve it with:\n  %s serve --data-dir %s --cluster-init --etcd-peer-url https://HOST:%d\nthen join the others, each with an empty data dir, with --server, --token-file %s and --etcd-peer-url (serve prints the command).\n",
+					o.DataDir, cfg.Name, o.DataDir, options.DefaultPeerPort, filepath.Join(o.DataDir, datadir.JoinTokenFile))
+			}
 			if len(m.EtcdOverrides) == 0 {
 				return nil
 			}

@@ -26,7 +26,11 @@ import (
 // (a no-op for a running server's etcd); call it once done. Errors: a dir
 // without embedded etcd data (a server that stores in an external etcd:
 // name it), a server that runs but whose etcd is not reachable yet, a
-// lock held by another tool, an etcd that does not start.
+// lock held by another tool, an etcd that does not start, and a dir of a
+// member of a cluster of servers (ClusterFile) on which no server runs:
+// its etcd member serves only with its cluster's quorum, which a tool
+// does not join, so the tool must work through a running server of the
+// cluster instead (the error says so).
 func OpenEmbeddedEtcd(ctx context.Context, dir string, cfg etcd.EmbeddedConfig) (c etcd.ClientConfig, started bool, release func(), err error) {
 	etcdDir := EmbeddedEtcdDir(dir)
 	if _, err := os.Stat(filepath.Join(etcdDir, "member")); err != nil {
@@ -39,6 +43,9 @@ func OpenEmbeddedEtcd(ctx context.Context, dir string, cfg etcd.EmbeddedConfig) 
 	var inUse *InUseError
 	switch {
 	case err == nil:
+		if err := refuseStoppedMember(dir); err != nil {
+			return etcd.ClientConfig{}, false, nil, errors.Join(err, unlock())
+		}
 		cfg.DataDir = etcdDir
 		e, err := etcd.StartEmbedded(ctx, cfg)
 		if err != nil {
@@ -57,4 +64,22 @@ func OpenEmbeddedEtcd(ctx context.Context, dir string, cfg etcd.EmbeddedConfig) 
 	default:
 		return etcd.ClientConfig{}, false, nil, err
 	}
+}
+
+// refuseStoppedMember returns an error when dir is the data dir of a
+// member of a cluster of servers (ClusterFile): started alone, its etcd
+// member waits for its cluster's quorum, and etcd's Close of a member
+// that never became ready does not return.
+func refuseStoppedMember(dir string) error {
+	rec, err := ReadClusterRecord(dir)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return nil
+	}
+	if rec.Removed {
+		return fmt.Errorf("data dir %s was the cluster member %s, which was removed from its cluster (%s): its etcd data is of a member the cluster no longer has; use the data dir of a running server of the cluster", dir, rec.Name, ClusterFile)
+	}
+	return fmt.Errorf("data dir %s is a member of a cluster of servers (%s: etcd member %s) and no server runs on it: its etcd member serves only with its cluster; use the data dir of a running server of the cluster, or start this one first", dir, ClusterFile, rec.Name)
 }
