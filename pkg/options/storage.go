@@ -187,17 +187,16 @@ func shellQuote(s string) string {
 //
 // The overrides must name the resources the data dir's server records
 // (datadir.CheckEtcdOverrides): a rewrite without them would leave their
-// objects out. With the embedded etcd it takes the data dir's lock first
-// (datadir.Lock), as Config does, so it fails at once with a
-// *datadir.InUseError while another command (a restore, a backup without
-// a server) owns the data dir; it refuses a data dir without
-// etcd data (<data-dir>/etcd) rather than creating an empty one. With
-// --etcd-servers no lock is taken: other servers may be running.
-//
-// While a server runs on the data dir (it holds the lock), it works
-// through that server's embedded etcd member instead (etcd.RunningEmbedded,
-// as `customapi backup` does), while the server serves: in a cluster of
-// servers, that is the whole cluster's etcd. It logs that it does.
+// objects out. With the embedded etcd it opens the data dir's etcd as
+// datadir.OpenEmbeddedEtcd does (as `customapi backup` does): while a
+// server runs on the data dir, through that server's etcd member, while it
+// serves (in a cluster of servers, the whole cluster's etcd; it logs that
+// it does); otherwise it takes the data dir's lock, so that a server
+// started meanwhile fails at once, and starts the embedded etcd itself. It
+// refuses a data dir without etcd data rather than creating an empty one,
+// and the data dir of a cluster member no server runs on (its etcd member
+// serves only with its cluster). With --etcd-servers no lock is taken:
+// other servers may be running.
 //
 // release closes the registry (stopping the embedded etcd) and then releases
 // the lock; call it once done. On error nothing is left open.
@@ -221,14 +220,11 @@ func (o *ServerOptions) OpenRegistry(ctx context.Context, resources ...resource.
 	var rc registry.Config
 	o.Storage.ApplyTo(&rc, dir, o.etcdRecoveryCommand(dir), o.GarbageCollector)
 	if o.Storage.Etcd.External() {
-		return open(ctx, rc, o.Storage.Encryption, dir, false, resources, func() error { return nil })
-	}
-	etcdData := rc.EmbeddedEtcd.DataDir
-	if _, err := os.Stat(etcdData); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("data dir %s holds no embedded etcd (%s does not exist): nothing is stored there; check --data-dir or --etcd-servers", dir, etcdData)
+		enc, err := o.Storage.Encryption.Load(ctx, dir, false)
+		if err != nil {
+			return nil, nil, err
 		}
-		return nil, nil, fmt.Errorf("data dir: %w", err)
+		return open(ctx, rc, enc, resources, func() {})
 	}
 	// The data dir's generated key is used, never generated here.
 	e := o.Storage.Encryption
@@ -237,39 +233,34 @@ func (o *ServerOptions) OpenRegistry(ctx context.Context, resources ...resource.
 			e.SecretsEncryption = false
 		}
 	}
-	unlock, err := datadir.Lock(dir)
-	var inUse *datadir.InUseError
-	if errors.As(err, &inUse) {
-		// A server runs on the data dir: work through its etcd member
-		// while it serves.
-		running, runErr := etcd.RunningEmbedded(etcdData)
-		if runErr != nil {
-			return nil, nil, fmt.Errorf("%w; its etcd cannot be reached either: %w", err, runErr)
-		}
-		klog.InfoS("A server runs on the data dir: working through its etcd member while it serves", "dataDir", dir, "pid", inUse.PID, "etcd", strings.Join(running.Endpoints, ","))
-		rc.EmbeddedEtcd = nil
-		rc.Storage.Etcd = running
-		return open(ctx, rc, e, dir, true, resources, func() error { return nil })
-	}
+	// The running server's etcd member, or the data dir's etcd started
+	// here (under the data dir's lock), as backup and etcd defrag do.
+	enc, err := e.Load(ctx, dir, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	return open(ctx, rc, e, dir, true, resources, unlock)
+	running, started, releaseEtcd, err := datadir.OpenEmbeddedEtcd(ctx, dir, *rc.EmbeddedEtcd)
+	if err != nil {
+		enc.Close()
+		return nil, nil, err
+	}
+	if !started {
+		klog.InfoS("A server runs on the data dir: working through its etcd member while it serves", "dataDir", dir, "etcd", strings.Join(running.Endpoints, ","))
+	}
+	rc.EmbeddedEtcd = nil
+	rc.Storage.Etcd = running
+	return open(ctx, rc, enc, resources, releaseEtcd)
 }
 
-// open opens the registry of rc with the transformers of encryption for
-// the data dir dir (embedded: whether the etcd is the data dir's); release
-// closes both and then calls unlock. On error it calls unlock.
-func open(ctx context.Context, rc registry.Config, encryption EncryptionOptions, dir string, embedded bool, resources []resource.Resource, unlock func() error) (*registry.Registry, func() error, error) {
-	enc, err := encryption.Load(ctx, dir, embedded)
-	if err != nil {
-		return nil, nil, errors.Join(err, unlock())
-	}
+// open opens the registry of rc with enc's transformers; release closes
+// both and then calls releaseEtcd, as does an error.
+func open(ctx context.Context, rc registry.Config, enc *Encryption, resources []resource.Resource, releaseEtcd func()) (*registry.Registry, func() error, error) {
 	rc.Storage.Transformers = enc.Transformers
 	reg, err := registry.Open(ctx, rc, resources...)
 	if err != nil {
 		enc.Close()
-		return nil, nil, errors.Join(err, unlock())
+		releaseEtcd()
+		return nil, nil, err
 	}
-	return reg, func() error { err := reg.Close(); enc.Close(); return errors.Join(err, unlock()) }, nil
+	return reg, func() error { err := reg.Close(); enc.Close(); releaseEtcd(); return err }, nil
 }
