@@ -38,7 +38,7 @@ const addTimeout = 30 * time.Second
 // JoinResponse. Errors are Status answers: 400 for a bad request, 409
 // Conflict when a member of that name (or peer URL) exists (naming the
 // command that removes it), 503 when etcd refuses the member (the cluster
-// unhealthy after addTimeout). The caller authenticates and authorizes the
+// unhealthy, or another learner not promoted, after addTimeout). The caller authenticates and authorizes the
 // request (JoinersGroup). removeCommand is the command line that removes a
 // member, with NAME where its name goes, for the 409's message.
 func Handler(dataDir string, cfg etcd.ClientConfig, removeCommand string) http.Handler {
@@ -125,7 +125,8 @@ func join(ctx context.Context, dataDir string, cfg etcd.ClientConfig, req JoinRe
 }
 
 // addLearner adds a learner at peerURL, retrying while etcd finds the
-// cluster unhealthy, at most addTimeout.
+// cluster unhealthy or another learner waits for its promotion (servers
+// joining at once join one after the other), at most addTimeout.
 func addLearner(ctx context.Context, cli *clientv3.Client, peerURL string) (*clientv3.MemberAddResponse, error) {
 	deadline := time.Now().Add(addTimeout)
 	for {
@@ -133,7 +134,10 @@ func addLearner(ctx context.Context, cli *clientv3.Client, peerURL string) (*cli
 		if err == nil {
 			return resp, nil
 		}
-		if !errors.Is(err, rpctypes.ErrUnhealthy) || time.Now().After(deadline) {
+		// Retried: a cluster etcd finds unhealthy, and another joiner's
+		// learner not yet promoted (etcd allows one learner at a time).
+		retry := errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrTooManyLearners)
+		if !retry || time.Now().After(deadline) {
 			return nil, apierrors.NewServiceUnavailable("join: etcd refused the new member: " + err.Error())
 		}
 		select {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -264,10 +265,15 @@ func (o *ServerOptions) Config() (cfg *Config, err error) {
 		return nil, err
 	}
 	res := &owned{dataDir: owner}
+	var newIdentity string // the identity file, when this start created it
 	defer func() {
 		if err != nil {
-			// leave no trace of a start that failed: the lock file and
-			// the directories it created, while empty
+			// leave no trace of a start that failed (a refused join, say):
+			// the identity file it created, the lock file and the
+			// directories it created, while empty
+			if newIdentity != "" {
+				_ = os.Remove(newIdentity)
+			}
 			_ = owner.Discard()
 			_ = res.release()
 		}
@@ -284,6 +290,9 @@ func (o *ServerOptions) Config() (cfg *Config, err error) {
 	addr, ok := opts.Serving.Listener.Addr().(*net.TCPAddr)
 	if !ok {
 		return nil, fmt.Errorf("listener address %s is not TCP", opts.Serving.Listener.Addr())
+	}
+	if path := filepath.Join(dir, datadir.IdentityFile); !fileExists(path) {
+		newIdentity = path
 	}
 	identity, err := datadir.EnsureIdentity(dir)
 	if err != nil {
@@ -346,3 +355,10 @@ const DefaultRequestBodyTimeout = time.Minute
 // DefaultRequestTimeout is LimitOptions.RequestTimeout's default, as
 // kube-apiserver's --request-timeout: a minute.
 const DefaultRequestTimeout = time.Minute
+
+// fileExists reports whether path exists (an error other than "does not
+// exist" counts as existing: nothing is removed on its account).
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}

@@ -1,6 +1,6 @@
 package server_test
 
-// Issue 15 item 7: which probes follow etcd, what anonymous clients may
+// Which probes follow etcd, what anonymous clients may
 // reach, and what a failed start leaves in the data dir.
 
 import (
@@ -217,4 +217,27 @@ func treeSnapshot(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRefusedJoinLeavesNoTrace: a start whose join fails (no server
+// answers at --server) leaves no trace either: not the identity it
+// created, not the data dir.
+func TestRefusedJoinLeavesNoTrace(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	root := t.TempDir()
+	before := treeSnapshot(t, root)
+	o := lifecycleOptions(filepath.Join(root, "data"))
+	o.Cluster.Server = "https://" + closed
+	o.Cluster.Token = "C1" + strings.Repeat("0", 64) + "::secret"
+	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), closed) {
+		t.Fatalf("Config joining through %s, where nothing listens: %v, want an error naming it", closed, err)
+	}
+	if after := treeSnapshot(t, root); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("the refused join changed the tree:\nbefore %q\nafter  %q", before, after)
+	}
 }

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -299,12 +300,14 @@ func TestClusterReplaceMember(t *testing.T) {
 	if refused.ExitCode == 0 || !strings.Contains(refused.Stderr, "409") || !strings.Contains(refused.Stderr, "cluster remove") {
 		t.Fatalf("a lost member joining again: %s", refused)
 	}
+	// A refused join leaves no trace: the data dir it created is gone.
+	if _, err := os.Stat(dirs[2]); !errors.Is(err, os.ErrNotExist) {
+		entries, _ := os.ReadDir(dirs[2])
+		t.Fatalf("the refused join left data dir %s behind (%v): %v", dirs[2], err, entries)
+	}
 	removed := binarytest.Run(t, binarytest.RunOptions{}, customapiBinary, "cluster", "remove", rec.Name, "--data-dir", dirs[0])
 	if removed.ExitCode != 0 {
 		t.Fatalf("cluster remove: %s", removed)
-	}
-	if err := os.RemoveAll(dirs[2]); err != nil {
-		t.Fatal(err)
 	}
 	servers[2] = binarytest.Serve(t, customapiBinary, binarytest.ServeOptions{DataDir: dirs[2], Args: join[7:]})
 	got, err := kubernetes.NewForConfigOrDie(servers[2].Config).CoreV1().ConfigMaps("default").Get(t.Context(), "kept", metav1.GetOptions{})

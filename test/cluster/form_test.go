@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/customapi/customapi/internal/binarytest"
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	"github.com/customapi/customapi/pkg/batteries"
 	"github.com/customapi/customapi/pkg/customapitest"
@@ -30,7 +33,8 @@ func peerURL(t *testing.T) string {
 
 // startCluster starts n servers as the docs say: the first with
 // --cluster-init, the others with --server and --token-file naming the
-// first's join token.
+// first's join token, all at once (etcd admits one learner at a time: the
+// first server adds the others one after the other).
 func startCluster(t *testing.T, n int) []*customapitest.Server {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
@@ -39,20 +43,41 @@ func startCluster(t *testing.T, n int) []*customapitest.Server {
 		o.Cluster.Init = true
 		o.Cluster.PeerURL = peerURL(t)
 	}, resources...)
-	servers := []*customapitest.Server{first}
-	for range n - 1 {
-		servers = append(servers, customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
-			o.Cluster.Server = first.URL
-			o.Cluster.TokenFile = filepath.Join(first.DataDir, datadir.JoinTokenFile)
-			o.Cluster.PeerURL = peerURL(t)
-		}, resources...))
+	servers := make([]*customapitest.Server, n)
+	servers[0] = first
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		peer := peerURL(t)
+		wg.Go(func() {
+			servers[i], errs[i] = customapitest.NewServer(customapitest.Options{Configure: func(o *options.ServerOptions) {
+				o.Cluster.Server = first.URL
+				o.Cluster.TokenFile = filepath.Join(first.DataDir, datadir.JoinTokenFile)
+				o.Cluster.PeerURL = peer
+			}}, resources...)
+		})
+	}
+	wg.Wait()
+	for i, s := range servers {
+		if s != nil && i > 0 {
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("servers joining at once: %v", err)
 	}
 	return servers
 }
 
-// TestClusterForms: three servers form one cluster and serve one API: an
+// TestClusterForms: three servers, two joining at once, form one cluster
+// and serve one API: an
 // object created through one is read through the others and its event
-// reaches a watch through another; the join token is refused to
+// reaches a watch through another; kubectl with one server's admin
+// kubeconfig reads it through each; the join token is refused to
 // everything but joining.
 func TestClusterForms(t *testing.T) {
 	servers := startCluster(t, 3)
@@ -82,6 +107,17 @@ func TestClusterForms(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event through the third server's watch")
+	}
+
+	// kubectl with the first server's admin kubeconfig works against
+	// every server (one CA, one set of tokens).
+	kubectl := binarytest.Kubectl(t)
+	for i, s := range servers {
+		res := binarytest.Run(t, binarytest.RunOptions{}, kubectl, "--kubeconfig", servers[0].KubeconfigPath, "--server", s.URL,
+			"get", "customs", "shared", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+		if res.ExitCode != 0 || res.Stdout != string(created.GetUID()) {
+			t.Fatalf("kubectl with server 0's kubeconfig against server %d: %s", i, res)
+		}
 	}
 
 	// The join token authenticates a joiner, who may do nothing else.
