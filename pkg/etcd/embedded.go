@@ -675,6 +675,16 @@ func (f shutdownNoiseFilter) Write(ent zapcore.Entry, fields []zapcore.Field) er
 	if ent.Message == "rejecting promote learner: learner is not ready" {
 		return nil
 	}
+	// Servers joining at once: etcd admits one learner at a time, and the
+	// joins' handler retries the others until the first is promoted; each
+	// refusal is an error line with a stack on every member.
+	if ent.Message == "Validation on configuration change failed" {
+		for _, fl := range fields {
+			if err, ok := fl.Interface.(error); ok && strings.Contains(err.Error(), "too many learner members") {
+				return nil
+			}
+		}
+	}
 	return f.Core.Write(ent, fields)
 }
 
