@@ -1,11 +1,9 @@
 package cluster_test
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +31,7 @@ func peerURL(t *testing.T) string {
 
 // startCluster starts n servers as the docs say: the first with
 // --cluster-init, the others with --server and --token-file naming the
-// first's join token, all at once (etcd admits one learner at a time: the
-// first server adds the others one after the other).
+// first's join token, each once the one before is ready.
 func startCluster(t *testing.T, n int) []*customapitest.Server {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
@@ -43,38 +40,18 @@ func startCluster(t *testing.T, n int) []*customapitest.Server {
 		o.Cluster.Init = true
 		o.Cluster.PeerURL = peerURL(t)
 	}, resources...)
-	servers := make([]*customapitest.Server, n)
-	servers[0] = first
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := 1; i < n; i++ {
-		peer := peerURL(t)
-		wg.Go(func() {
-			servers[i], errs[i] = customapitest.NewServer(customapitest.Options{Configure: func(o *options.ServerOptions) {
-				o.Cluster.Server = first.URL
-				o.Cluster.TokenFile = filepath.Join(first.DataDir, datadir.JoinTokenFile)
-				o.Cluster.PeerURL = peer
-			}}, resources...)
-		})
-	}
-	wg.Wait()
-	for i, s := range servers {
-		if s != nil && i > 0 {
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("servers joining at once: %v", err)
+	servers := []*customapitest.Server{first}
+	for range n - 1 {
+		servers = append(servers, customapitest.StartWithOptions(t, func(o *options.ServerOptions) {
+			o.Cluster.Server = first.URL
+			o.Cluster.TokenFile = filepath.Join(first.DataDir, datadir.JoinTokenFile)
+			o.Cluster.PeerURL = peerURL(t)
+		}, resources...))
 	}
 	return servers
 }
 
-// TestClusterForms: three servers, two joining at once, form one cluster
-// and serve one API: an
+// TestClusterForms: three servers form one cluster and serve one API: an
 // object created through one is read through the others and its event
 // reaches a watch through another; kubectl with one server's admin
 // kubeconfig reads it through each; the join token is refused to
