@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/customapi/customapi/internal/pki"
 	"github.com/customapi/customapi/pkg/cluster"
 	"github.com/customapi/customapi/pkg/customapitest"
+	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 )
 
@@ -17,14 +16,11 @@ import (
 // member it asks (that is Leave's).
 func TestLeaveLastMember(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
-	if err != nil {
+	// The cluster's peer CA, as a first server's data dir holds it.
+	if err := datadir.EnsurePeerCA(dir); err != nil {
 		t.Fatal(err)
 	}
-	caFile, caKey := filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
-	if err := ca.WriteFiles(caFile, caKey); err != nil {
-		t.Fatal(err)
-	}
+	caFile, caKey := filepath.Join(dir, datadir.PeerCACertFile), filepath.Join(dir, datadir.PeerCAKeyFile)
 	etcdDir := filepath.Join(dir, "etcd")
 	e, err := etcd.StartEmbedded(t.Context(), etcd.EmbeddedConfig{
 		DataDir: etcdDir, UnsafeNoFsync: true,

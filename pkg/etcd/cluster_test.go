@@ -25,14 +25,7 @@ import (
 // certificate another CA signed is refused.
 func TestEmbeddedCluster(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile, caKey := filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
-	if err := ca.WriteFiles(caFile, caKey); err != nil {
-		t.Fatal(err)
-	}
+	caFile, caKey := peerCA(t, dir)
 	urls := map[string]string{}
 	for i, port := range customapitest.FreePorts(t, 4) {
 		urls[string(rune('a'+i))] = fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -171,14 +164,7 @@ func addLearner(t *testing.T, cli *clientv3.Client, peerURL string) *clientv3.Me
 // dir, it fails at once with ErrMemberRemoved.
 func TestEmbeddedMemberRemoved(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile, caKey := filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
-	if err := ca.WriteFiles(caFile, caKey); err != nil {
-		t.Fatal(err)
-	}
+	caFile, caKey := peerCA(t, dir)
 	ports := customapitest.FreePorts(t, 2)
 	urlA, urlB := fmt.Sprintf("https://127.0.0.1:%d", ports[0]), fmt.Sprintf("https://127.0.0.1:%d", ports[1])
 	cfg := func(name, url, initial string) etcd.EmbeddedConfig {
@@ -251,4 +237,19 @@ func TestEmbeddedMemberRemoved(t *testing.T) {
 		t.Fatalf("a removed member started again: %v, want ErrMemberRemoved", err)
 	}
 	t.Logf("the removed member's start failed after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// peerCA writes a peer CA into dir and returns its certificate and key
+// files.
+func peerCA(t *testing.T, dir string) (caFile, caKey string) {
+	t.Helper()
+	ca, err := pki.NewCA(pki.Spec{CommonName: "test-peer-ca", Validity: time.Hour, Backdate: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, caKey = filepath.Join(dir, "peer-ca.crt"), filepath.Join(dir, "peer-ca.key")
+	if err := ca.WriteFiles(caFile, caKey); err != nil {
+		t.Fatal(err)
+	}
+	return caFile, caKey
 }
