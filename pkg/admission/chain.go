@@ -147,6 +147,11 @@ type Config struct {
 	// as kube-apiserver defaults and validates manifests with its own
 	// scheme. A static manifest of a kind not declared here is refused.
 	Resources []resource.Resource
+	// Decorators wrap each plugin, by name, before its metrics
+	// (admissionmetrics.WithControllerMetrics) wrap it; a server passes
+	// registry.TraceAdmission, so each plugin's calls are spans of the
+	// request's trace. Nil: none.
+	Decorators admission.Decorators
 	// Readiness, if set, is told the readiness of each plugin New builds
 	// (see Readiness), for a server's /readyz.
 	Readiness *Readiness
@@ -228,7 +233,7 @@ func New(c Config) (admission.Interface, error) {
 		initializer.New(c.Client, c.Dynamic, c.Informers, c.Authorizer, gates, c.EffectiveVersion, c.Drained, c.RESTMapper),
 		webhookinit.NewPluginInitializer(c.AuthInfoResolverWrapper, c.ServiceResolver),
 	}
-	decorators := admission.Decorators{admission.DecoratorFunc(admissionmetrics.WithControllerMetrics)}
+	decorators := append(slices.Clone(c.Decorators), admission.DecoratorFunc(admissionmetrics.WithControllerMetrics))
 	chain, err := plugins.NewFromPlugins(names, configs, inits, decorators)
 	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
@@ -38,6 +40,9 @@ type RegistryOptions struct {
 	// admission chain (registry.Config's fields of those names).
 	AdmissionPlugins        []resource.AdmissionPlugin
 	DisableAdmissionPlugins []string
+	// TracerProvider traces the registry's requests
+	// (registry.Config.TracerProvider); nil: as registry.Config's nil.
+	TracerProvider trace.TracerProvider
 }
 
 // Registry is a registry opened for tests: the registry itself, the etcd
@@ -70,7 +75,7 @@ func (r *Registry) Close() error {
 // Close) or, when that is unset, in an embedded etcd of its own (fsync off,
 // free loopback ports, temporary data dir; stopped by Close).
 func NewRegistry(opts RegistryOptions, resources ...resource.Resource) (*Registry, error) {
-	rc := registry.Config{Storage: opts.Storage, Audit: opts.Audit,
+	rc := registry.Config{Storage: opts.Storage, Audit: opts.Audit, TracerProvider: opts.TracerProvider,
 		AdmissionPlugins: opts.AdmissionPlugins, DisableAdmissionPlugins: opts.DisableAdmissionPlugins}
 	var cleanup []func() error
 	if len(opts.Storage.Etcd.Endpoints) == 0 {

@@ -11,11 +11,11 @@ import (
 
 // applyTo applies every concern's options to c, as k8s.io/apiserver's
 // RecommendedOptions.ApplyTo: c.Generic (version, shutdown, limits and
-// deadlines, debugging, audit, serving and loopback, authentication, the
-// encryption providers' health checks) and c.Registry (storage and watch
-// cache, encryption, audit, the Go admission plugins). What it starts
-// (encryption providers, the authentication config's watcher) c.Close
-// stops.
+// deadlines, debugging, audit, serving and loopback, tracing,
+// authentication, the encryption providers' health checks) and c.Registry
+// (storage and watch cache, encryption, audit, tracing, the Go admission
+// plugins). What it starts (encryption providers, the authentication
+// config's watcher, the tracer provider) c.Close stops.
 func (o *ServerOptions) applyTo(c *Config) error {
 	gc := genericapiserver.NewConfig(serializer.CodecFactory{})
 	gc.EffectiveVersion = version.Effective()
@@ -29,6 +29,10 @@ func (o *ServerOptions) applyTo(c *Config) error {
 		return err
 	}
 	if err := o.Serving.ApplyTo(gc, o.DataDir); err != nil {
+		return err
+	}
+	// After the loopback client exists: tracing wraps its transport.
+	if err := applyTracing(o.Tracing, gc, &c.Registry, c.owned); err != nil {
 		return err
 	}
 	c.Probes = &Probes{}

@@ -74,6 +74,12 @@ type ServerOptions struct {
 	// applied to both doors (docs/serving.md, "Audit"). Nil or without a
 	// policy file: no audit.
 	Audit *genericoptions.AuditOptions
+	// Tracing is kube-apiserver's --tracing-config-file (a
+	// TracingConfiguration of apiserver.config.k8s.io: OTLP endpoint and
+	// sampling rate): k8s.io/apiserver's TracingOptions, applied to both
+	// doors, the admission plugins and the etcd client (docs/serving.md,
+	// "Tracing"). Nil or without a file: nothing is traced.
+	Tracing *genericoptions.TracingOptions
 
 	// CustomResourceDefinitions serves apiextensions.k8s.io/v1
 	// CustomResourceDefinitions and their custom resources beside the Go
@@ -116,6 +122,7 @@ func NewServerOptions() *ServerOptions {
 		Limits:        NewLimitOptions(),
 		Debug:         NewDebugOptions(),
 		Audit:         genericoptions.NewAuditOptions(),
+		Tracing:       genericoptions.NewTracingOptions(),
 	}
 }
 
@@ -129,6 +136,7 @@ func (o *ServerOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Limits.AddFlags(fs)
 	o.Debug.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.Tracing.AddFlags(fs)
 	o.Admission.AddFlags(fs)
 	o.Cluster.AddFlags(fs)
 	fs.BoolVar(&o.GarbageCollector, "enable-garbage-collector", o.GarbageCollector, "Delete objects whose owners (metadata.ownerReferences) are gone, and finish foreground and orphan deletes, as kube-controller-manager's garbage collector.")
@@ -162,6 +170,7 @@ func (o *ServerOptions) Validate() []error {
 	errs = append(errs, o.Limits.Validate()...)
 	errs = append(errs, o.Debug.Validate()...)
 	errs = append(errs, validateAudit(o.Audit)...)
+	errs = append(errs, validateTracing(o.Tracing)...)
 	errs = append(errs, o.Cluster.Validate()...)
 	if (o.Cluster.Init || o.Cluster.Server != "") && o.Storage.Etcd.External() {
 		errs = append(errs, errors.New("--cluster-init and --server form a cluster of embedded etcds; with --etcd-servers the servers share that etcd already"))

@@ -1,6 +1,7 @@
 package options_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,6 +28,8 @@ func TestServerOptionsValidate(t *testing.T) {
 	webhook := write("webhook.kubeconfig", "apiVersion: v1\nkind: Config\n")
 	policy := write("policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
 	badPolicy := write("bad.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n")
+	tracing := write("tracing.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: 127.0.0.1:4317\nsamplingRatePerMillion: 100\n")
+	badTracing := write("bad-tracing.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nsamplingRatePerMillion: 2000000\n")
 	mine := resource.AdmissionPlugin{Name: "OwnerLabel", Plugin: k8sadmission.NewHandler(k8sadmission.Create)}
 	type opts = options.ServerOptions
 	for _, tc := range []struct {
@@ -62,6 +65,11 @@ func TestServerOptionsValidate(t *testing.T) {
 			`--webhook-service-resolution: deny=127.0.0.1:9443: the service must be "namespace/name"`},
 		{"admission: bad address", func(o *opts) { o.Admission.ServiceResolution = map[string]string{"webhooks/deny": "127.0.0.1:99999"} },
 			`--webhook-service-resolution: webhooks/deny=127.0.0.1:99999: port "99999" must be a number in 1..65535`},
+
+		{"tracing", func(o *opts) { o.Tracing.ConfigFile = tracing }, ""},
+		{"tracing: missing file", func(o *opts) { o.Tracing.ConfigFile = filepath.Join(dir, "missing.yaml") }, "tracing-config-file " + filepath.Join(dir, "missing.yaml") + " does not exist"},
+		{"tracing: sampling rate", func(o *opts) { o.Tracing.ConfigFile = badTracing }, "--tracing-config-file " + badTracing + ": samplingRatePerMillion"},
+		{"tracing: another kind", func(o *opts) { o.Tracing.ConfigFile = policy }, "--tracing-config-file: "},
 
 		{"watch cache sizes", func(o *opts) {
 			o.Storage.WatchCacheSizes = []string{"customs.test#0", "events#0", "samples.bench.customapi.io#100"}
@@ -117,6 +125,44 @@ func TestServerOptionsValidate(t *testing.T) {
 				t.Fatalf("Validate: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Validate: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTracingConfig: without --tracing-config-file no span is recorded
+// (the HTTP chain's provider is the no-op one, the registry has none);
+// with one, both doors share the provider it makes, which records.
+func TestTracingConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tracing.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: 127.0.0.1:4317\nsamplingRatePerMillion: 1000000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		file   string
+		traced bool
+	}{{"no file", "", false}, {"file", file, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options.NewServerOptions()
+			o.DataDir = t.TempDir()
+			o.Serving.SecurePort = 0
+			o.Tracing.ConfigFile = tc.file
+			cfg, err := o.Config()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cfg.Close() }()
+			_, span := cfg.Generic.TracerProvider.Tracer("test").Start(context.Background(), "request")
+			defer span.End()
+			if span.IsRecording() != tc.traced {
+				t.Errorf("the HTTP chain's span records: %v, want %v", span.IsRecording(), tc.traced)
+			}
+			if got := cfg.Registry.TracerProvider != nil; got != tc.traced {
+				t.Errorf("the registry has a tracer provider: %v, want %v", got, tc.traced)
+			}
+			if tc.traced && cfg.Registry.TracerProvider != cfg.Generic.TracerProvider {
+				t.Error("the registry's tracer provider is not the HTTP chain's")
 			}
 		})
 	}

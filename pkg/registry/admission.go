@@ -112,7 +112,7 @@ func (c *admissionChain) compose() error {
 		if slices.Contains(c.disabled, p.Name) {
 			continue
 		}
-		plugins = append(plugins, admissionmetrics.WithControllerMetrics(p.Plugin, p.Name))
+		plugins = append(plugins, admissionmetrics.WithControllerMetrics(TraceAdmission(p.Plugin, p.Name), p.Name))
 	}
 	if c.dynamic != nil {
 		plugins = append(plugins, c.dynamic)

@@ -65,33 +65,62 @@ type auditRequest struct {
 	apply         *unstructured.Unstructured
 }
 
-// auditedRequest is one call of a Store request method being audited: ctx
-// (returned by startAudit) holds its audit context
-// (k8s.io/apiserver/pkg/audit.AuditContext). A nil *auditedRequest (a call
-// the policy does not audit, or a registry without Config.Audit) does
-// nothing.
-type auditedRequest struct {
+// recordedRequest is one call of a Store request method being audited,
+// traced or both (startRequest): when audited, ctx (returned by
+// startRequest) holds its audit context
+// (k8s.io/apiserver/pkg/audit.AuditContext); when traced, its spans. A nil
+// *recordedRequest (a call neither audited nor traced) does nothing.
+type recordedRequest struct {
 	store   *Store
 	request auditRequest
+	// audited says that an audit event is being made (startAudit).
+	audited bool
+	// trace is the request's trace; nil when not traced.
+	trace *tracedRequest
 	// created reports whether an update or patch created the object
 	// (withCreatedReport): 201.
 	created func() bool
 
 	mu   sync.Mutex
-	done bool // ResponseComplete was sent
+	done bool // the request was completed
 }
 
 // audited runs call, the body of a request method, as the request req:
-// startAudit, then complete with call's outcome and the code the HTTP
+// startRequest, then complete with call's outcome and the code the HTTP
 // handler answers.
 func (s *Store) audited(ctx context.Context, req auditRequest, call func(context.Context) (runtime.Object, error)) (runtime.Object, error) {
-	ctx, a, err := s.startAudit(ctx, req)
+	ctx, a, err := s.startRequest(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	out, err := call(ctx)
 	a.complete(ctx, 0, out, err)
 	return out, err
+}
+
+// startRequest begins a call of the store's request methods: its trace
+// (startTrace), then its audit event (startAudit), and returns ctx for the
+// rest of the call and the request to complete (nil when neither audited
+// nor traced). Errors are startAudit's, with which the trace ends.
+func (s *Store) startRequest(ctx context.Context, req auditRequest) (context.Context, *recordedRequest, error) {
+	ctx, t := s.startTrace(ctx, req)
+	ctx, a, err := s.startAudit(ctx, req)
+	if err != nil {
+		t.end(0, err)
+		return ctx, nil, err
+	}
+	if t == nil {
+		return ctx, a, nil
+	}
+	if a == nil {
+		a = &recordedRequest{store: s, request: req}
+		if req.verb == "update" || req.verb == "patch" {
+			ctx, a.created = withCreatedReport(ctx)
+		}
+	}
+	a.trace = t
+	t.audited(ctx)
+	return ctx, a, nil
 }
 
 // startAudit begins the audit event of a call of the store's request
@@ -117,7 +146,7 @@ func (s *Store) audited(ctx context.Context, req auditRequest, call func(context
 // the policy is evaluated, as WithAuditInit sets it for every HTTP
 // request, so a call at level None also makes the calls nested in it part
 // of it.
-func (s *Store) startAudit(ctx context.Context, req auditRequest) (context.Context, *auditedRequest, error) {
+func (s *Store) startAudit(ctx context.Context, req auditRequest) (context.Context, *recordedRequest, error) {
 	cfg := s.audit
 	if cfg.Policy == nil || cfg.Sink == nil || audit.AuditContextFrom(ctx) != nil {
 		return ctx, nil, nil
@@ -148,7 +177,7 @@ func (s *Store) startAudit(ctx context.Context, req auditRequest) (context.Conte
 		audit.ApiserverAuditDroppedCounter.WithContext(ctx).Inc()
 		return ctx, nil, apierrors.NewInternalError(errors.New("failed to store audit event"))
 	}
-	a := &auditedRequest{store: s, request: req}
+	a := &recordedRequest{store: s, request: req, audited: true}
 	a.logRequestBody(ctx)
 	if req.verb == "update" || req.verb == "patch" {
 		ctx, a.created = withCreatedReport(ctx)
@@ -215,7 +244,7 @@ func (s *Store) requestPath(ns, name, sub string) string {
 
 // logRequestBody records the request's body (auditRequest's object,
 // deleteOptions, patch or apply) in the event.
-func (a *auditedRequest) logRequestBody(ctx context.Context) {
+func (a *recordedRequest) logRequestBody(ctx context.Context) {
 	req := a.request
 	switch {
 	case req.object != nil:
@@ -235,7 +264,7 @@ func (a *auditedRequest) logRequestBody(ctx context.Context) {
 // event (its name and namespace in objectRef; the object itself at levels
 // Request and RequestResponse), as upstream's create and update handlers
 // do with audit.LogRequestObject.
-func (a *auditedRequest) logRequestObject(ctx context.Context, obj runtime.Object) {
+func (a *recordedRequest) logRequestObject(ctx context.Context, obj runtime.Object) {
 	res := a.store.res
 	audit.LogRequestObject(ctx, obj, res.GroupVersionKind.GroupVersion(), res.GroupVersionResource(), a.request.subresource, a.store.writes.codecs)
 }
@@ -243,7 +272,7 @@ func (a *auditedRequest) logRequestObject(ctx context.Context, obj runtime.Objec
 // logDeleteOptions records the options of a delete or deletecollection as
 // its request object, as upstream's delete handler records the
 // DeleteOptions body client-go sends.
-func (a *auditedRequest) logDeleteOptions(ctx context.Context, opts *metav1.DeleteOptions) {
+func (a *recordedRequest) logDeleteOptions(ctx context.Context, opts *metav1.DeleteOptions) {
 	audit.LogRequestObject(ctx, opts, metav1.SchemeGroupVersion, a.store.res.GroupVersionResource(), a.request.subresource, apihelpers.GetMetaInternalVersionCodecs())
 }
 
@@ -253,7 +282,7 @@ func (a *auditedRequest) logDeleteOptions(ctx context.Context, opts *metav1.Dele
 // transcoded). A body that does not transcode is not recorded: the patch
 // fails with 400, or 415 for an unknown patch type, whose body the HTTP
 // server refuses before recording it too.
-func (a *auditedRequest) logRequestPatch(ctx context.Context, pt types.PatchType, data []byte) {
+func (a *recordedRequest) logRequestPatch(ctx context.Context, pt types.PatchType, data []byte) {
 	if js, err := patch.ToJSON(pt, data); err == nil {
 		audit.LogRequestPatch(ctx, js)
 	}
@@ -265,9 +294,9 @@ func (a *auditedRequest) logRequestPatch(ctx context.Context, pt types.PatchType
 // (responsewriters.ErrorToAPIStatus: code, reason, message); otherwise
 // code, or when code is 0 the code the HTTP handler answers (201 for a
 // create and for an update or patch that created the object, else 200),
-// and obj as the response object at level RequestResponse. A second call
-// does nothing.
-func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Object, err error) {
+// and obj as the response object at level RequestResponse. The trace, if
+// any, ends with the same code. A second call does nothing.
+func (a *recordedRequest) complete(ctx context.Context, code int, obj runtime.Object, err error) {
 	if a == nil {
 		return
 	}
@@ -282,7 +311,9 @@ func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Obj
 	switch {
 	case err != nil:
 		status := responsewriters.ErrorToAPIStatus(err)
-		audit.LogResponseObject(ctx, status, gv, a.store.writes.codecs)
+		if a.audited {
+			audit.LogResponseObject(ctx, status, gv, a.store.writes.codecs)
+		}
 		code = int(status.Code)
 	default:
 		if code == 0 {
@@ -291,27 +322,33 @@ func (a *auditedRequest) complete(ctx context.Context, code int, obj runtime.Obj
 				code = http.StatusCreated
 			}
 		}
-		if obj != nil {
+		if obj != nil && a.audited {
 			audit.LogResponseObject(ctx, obj, gv, a.store.writes.codecs)
 		}
+	}
+	a.trace.end(code, err)
+	if !a.audited {
+		return
 	}
 	ac := audit.AuditContextFrom(ctx)
 	ac.SetEventResponseStatusCode(int32(code))
 	ac.ProcessEventStage(ctx, auditinternal.StageResponseComplete)
 }
 
-// watch returns w with its audit event: the ResponseStarted stage (code
-// 200) is sent now, as for an HTTP watch (a long-running request), and
-// ResponseComplete once the watch ends (Stop, or its channel closes when
-// ctx ends), before the returned watch's channel closes. Events pass
-// unchanged.
-func (a *auditedRequest) watch(ctx context.Context, w watch.Interface) watch.Interface {
+// watch returns w with its audit event and trace: the ResponseStarted
+// stage (code 200) is sent now, as for an HTTP watch (a long-running
+// request); ResponseComplete is sent, and the trace's spans end, once the
+// watch ends (Stop, or its channel closes when ctx ends), before the
+// returned watch's channel closes. Events pass unchanged.
+func (a *recordedRequest) watch(ctx context.Context, w watch.Interface) watch.Interface {
 	if a == nil {
 		return w
 	}
-	ac := audit.AuditContextFrom(ctx)
-	ac.SetEventResponseStatusCode(http.StatusOK)
-	ac.ProcessEventStage(ctx, auditinternal.StageResponseStarted)
+	if a.audited {
+		ac := audit.AuditContextFrom(ctx)
+		ac.SetEventResponseStatusCode(http.StatusOK)
+		ac.ProcessEventStage(ctx, auditinternal.StageResponseStarted)
+	}
 	aw := &auditedWatch{inner: w, out: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
 		defer close(aw.out)
@@ -336,7 +373,7 @@ func (a *auditedRequest) watch(ctx context.Context, w watch.Interface) watch.Int
 }
 
 // auditedWatch passes a watch's events on until it ends (see
-// auditedRequest.watch).
+// recordedRequest.watch).
 type auditedWatch struct {
 	inner    watch.Interface
 	out      chan watch.Event

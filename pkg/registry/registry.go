@@ -11,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -58,6 +59,17 @@ type Config struct {
 	// both doors log the same events. Zero: in-process requests are not
 	// audited.
 	Audit Audit
+	// TracerProvider traces requests with OpenTelemetry, as
+	// kube-apiserver's --tracing-config-file does: the in-process door's
+	// calls get the spans the same request gets over HTTP (Store request
+	// methods, tracing.go), the admission plugins of the chain a span each
+	// (TraceAdmission), the etcd3 store its spans and the etcd client a
+	// span per gRPC call (Storage.TracerProvider is set to it when nil). A
+	// server passes the provider of its --tracing-config-file, so both
+	// doors export to the same collector. nil: the in-process door traces
+	// only calls whose context already carries a span (with that span's
+	// provider), and the etcd client traces nothing.
+	TracerProvider trace.TracerProvider
 	// AdmissionPlugins are users' Go admission plugins (resource.
 	// AdmissionPlugin), in order. The registry's admission chain, which
 	// both doors run, is: the resources' RegistryHooks plugins (the
@@ -221,6 +233,9 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 
 		serveWhileLoading: cfg.ServeWhileLoading,
 	}
+	if r.storage.TracerProvider == nil {
+		r.storage.TracerProvider = cfg.TracerProvider
+	}
 	if r.storage.DecodeCounts == nil {
 		r.storage.DecodeCounts = &storage.DecodeCounts{}
 	}
@@ -293,7 +308,7 @@ func Open(ctx context.Context, cfg Config, resources ...resource.Resource) (reg 
 	r.registerKinds()
 	objects := objectInterfaces{scheme: scheme, equivalent: r.equivalent}
 	for _, st := range r.stores {
-		st.admission, st.objects, st.audit = r.admission, objects, r.audit
+		st.admission, st.objects, st.audit, st.tracerProvider = r.admission, objects, r.audit, cfg.TracerProvider
 	}
 	if r.etcdCheck, err = storage.NewEtcdCheck(r.etcdCfg, r.stop); err != nil {
 		return nil, err

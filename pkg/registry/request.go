@@ -119,7 +119,7 @@ func (s *Store) List(ctx context.Context, c Caller, opts metav1.ListOptions) (ru
 // runtime.CacheableObject): the caller must not modify them.
 func (s *Store) Watch(ctx context.Context, c Caller, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	ctx, a, err := s.startAudit(ctx, auditRequest{verb: "watch", namespace: c.Namespace, options: &opts})
+	ctx, a, err := s.startRequest(ctx, auditRequest{verb: "watch", namespace: c.Namespace, options: &opts})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *Store) watch(ctx context.Context, c Caller, opts metav1.ListOptions) (w
 // event's code is the delete handler's: 202 Accepted when the object is
 // not gone yet and opts.OrphanDependents is false, else 200.
 func (s *Store) Delete(ctx context.Context, c Caller, name string, opts metav1.DeleteOptions) (runtime.Object, bool, error) {
-	ctx, a, err := s.startAudit(ctx, auditRequest{verb: "delete", namespace: c.Namespace, name: name, deleteOptions: &opts})
+	ctx, a, err := s.startRequest(ctx, auditRequest{verb: "delete", namespace: c.Namespace, name: name, deleteOptions: &opts})
 	if err != nil {
 		return nil, false, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,10 @@ type Store struct {
 	// audit is the registry's audit policy and sink (Config.Audit), with
 	// which the request methods audit each call (audit.go); set by Open.
 	audit Audit
+	// tracerProvider traces the request methods' calls
+	// (Config.TracerProvider, tracing.go); nil: only calls whose context
+	// carries a span are traced. Set by Open.
+	tracerProvider trace.TracerProvider
 
 	// writes is the in-process request layer (request.go): field managers
 	// and codecs.

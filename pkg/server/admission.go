@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
+	genericadmission "k8s.io/apiserver/pkg/admission"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/customapi/customapi/pkg/admission"
+	"github.com/customapi/customapi/pkg/registry"
 )
 
 // admissionInformerResync is the resync period of the admission plugins'
@@ -128,6 +130,7 @@ func (s *Server) prepareAdmission(gc *genericapiserver.Config) (informers.Shared
 		APIServerID:             gc.APIServerID,
 		Resources:               s.registry.Resources(),
 		Readiness:               readiness,
+		Decorators:              genericadmission.Decorators{genericadmission.DecoratorFunc(registry.TraceAdmission)},
 	}
 	return factory, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -86,6 +88,13 @@ type Config struct {
 	// (LoadEncryptionConfig, then StaticTransformers or DynamicTransformers).
 	// nil stores values as they are encoded (no encryption).
 	Transformers value.ResourceTransformers
+	// TracerProvider traces the etcd client's calls (a span per gRPC
+	// call, as kube-apiserver's etcd client with --tracing-config-file);
+	// the etcd3 store's own spans ("Create etcd3", ...) need no provider:
+	// they are children of the request's span. registry.Open sets it to
+	// registry.Config.TracerProvider when nil. nil: the etcd client
+	// traces nothing.
+	TracerProvider oteltrace.TracerProvider
 	// ObjectCounts, when set, is told each resource's object count and
 	// average size (storage.Stats, from the watch cache's keys or an etcd
 	// count) every CountPollPeriod, under the resource's
@@ -217,6 +226,9 @@ func (c Config) getter(scheme *runtime.Scheme) (*restOptionsGetter, error) {
 	// cluster).
 	newBackend := func(e etcd.ClientConfig) storagebackend.Config {
 		b := backend(e, c.Prefix)
+		if c.TracerProvider != nil {
+			b.Transport.TracerProvider = c.TracerProvider
+		}
 		switch {
 		case c.CompactionInterval < 0:
 			b.CompactionInterval = 0
