@@ -15,14 +15,17 @@
 //     hardening (TestSystemdUnits); the backup unit's commands take a
 //     backup that restores into a server with the same objects
 //     (TestBackupUnitRestores);
+//   - the cluster drop-ins' command lines form a cluster, and a joiner
+//     restarted with its unchanged command line serves again
+//     (TestClusterDropIns);
 //   - haproxy accepts its configuration, and a load balancer run from it
 //     passes requests to a ready server (TestHAProxy);
 //   - deploy/pki/customapi-ca.sh makes a CA a server signs its serving
 //     certificate with (TestCustomapiCA).
 //
-// TestMain builds cmd/customapi once; the tests share one server, started
-// on first use (`serve --bind-address 127.0.0.1 --secure-port 0`), and
-// start the tools on loopback ports. A test whose tool is not on PATH
+// TestMain builds cmd/customapi once; the tests run in parallel and share
+// one server, started on first use (`serve --bind-address 127.0.0.1
+// --secure-port 0`), and start the tools on loopback ports. A test whose tool is not on PATH
 // (promtool and prometheus from Debian's prometheus package,
 // systemd-analyze, haproxy, openssl, kubectl) is skipped with a message
 // naming it.

@@ -49,6 +49,7 @@ func pastedFiles(t *testing.T, page string) (map[string]string, []string) {
 // the file, so that what an operator copies from the page is what the
 // tests check; the README links the page.
 func TestPagePastesDeployFiles(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile(filepath.Join(repoRoot, pagePath))
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +26,7 @@ const haproxyConfigPath = "deploy/haproxy/haproxy.cfg"
 // HTTPS /readyz check has found the server ready; the same check fails
 // against a certificate the configured CA did not sign.
 func TestHAProxy(t *testing.T) {
+	t.Parallel()
 	haproxy := tool(t, "haproxy", "Debian: apt-get install haproxy")
 	srv := sharedServer(t)
 	caFile := filepath.Join(srv.DataDir, "ca.crt")
@@ -44,13 +43,7 @@ func TestHAProxy(t *testing.T) {
 	live := liveHAProxyConfig(t, dir, caFile, ports[0], backend, ports[2])
 	startTool(t, haproxy, "-f", live)
 
-	pool := x509.NewCertPool()
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.AppendCertsFromPEM(ca)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
+	client := tlsClient(t, caFile, "")
 	lb := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 	customapitest.Eventually(t, 30*time.Second, "the load balancer passes /readyz through", func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, lb+"/readyz", nil)

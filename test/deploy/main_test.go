@@ -2,14 +2,18 @@ package deploy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,4 +226,20 @@ func extractClientCert(kubeconfig, dir string) (certFile, keyFile string, err er
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// tlsClient returns an HTTP client without credentials that trusts only
+// the CA certificates of caFile and, unless serverName is "", verifies the
+// servers' certificates for that name whatever address it dials.
+func tlsClient(t *testing.T, caFile, serverName string) *http.Client {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s: no certificate", caFile)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: serverName}}}
 }

@@ -143,6 +143,7 @@ func metricSelectors(expr string) ([]selector, error) {
 }
 
 func TestMetricSelectors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		expr string
 		want []selector
@@ -205,6 +206,7 @@ func readYAML(t *testing.T, path string, v any) {
 // from the watch cache, a request with a client certificate, a /readyz
 // probe.
 func TestAlertMetricsAreServed(t *testing.T) {
+	t.Parallel()
 	srv := sharedServer(t)
 	kubeconfig, _, _ := monitoringCert(t)
 

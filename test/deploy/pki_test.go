@@ -1,13 +1,10 @@
 package deploy
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/customapi/customapi/internal/binarytest"
 )
@@ -18,6 +15,7 @@ import (
 // chain, so that a client trusting only the root reaches it by the load
 // balancer's name.
 func TestCustomapiCA(t *testing.T) {
+	t.Parallel()
 	openssl := tool(t, "openssl", "Debian: apt-get install openssl")
 	pki := t.TempDir()
 	res := binarytest.Run(t, binarytest.RunOptions{}, "/bin/sh", "-c", "cd "+pki+" && "+openssl+
@@ -51,13 +49,7 @@ func TestCustomapiCA(t *testing.T) {
 	}
 	srv := binarytest.Serve(t, customapiBinary, binarytest.ServeOptions{DataDir: dataDir, Args: []string{"--tls-san", "customapi.example.com"}})
 
-	root, err := os.ReadFile(filepath.Join(pki, "root.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(root)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "customapi.example.com"}}}
+	client := tlsClient(t, filepath.Join(pki, "root.crt"), "customapi.example.com")
 	resp, err := client.Get(srv.URL + "/readyz")
 	if err != nil {
 		t.Fatalf("/readyz as customapi.example.com, trusting the root CA only: %v", err)

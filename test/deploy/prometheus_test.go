@@ -58,6 +58,7 @@ func prometheusDir(t *testing.T, pairs ...string) (dir, config string) {
 // promtool checks the configuration (with its rule file and TLS files)
 // and the rules, and runs the rule tests of testdata/alerts_test.yaml.
 func TestPromtool(t *testing.T) {
+	t.Parallel()
 	promtool := tool(t, "promtool", prometheusProvider)
 	_, config := prometheusDir(t)
 	for _, args := range [][]string{
@@ -76,6 +77,7 @@ func TestPromtool(t *testing.T) {
 // server with the monitoring user's certificate, and evaluates every rule
 // without an error.
 func TestPrometheusScrapes(t *testing.T) {
+	t.Parallel()
 	prometheus := tool(t, "prometheus", prometheusProvider)
 	srv := sharedServer(t)
 	target := strings.TrimPrefix(srv.URL, "https://")

@@ -32,6 +32,7 @@ var exposureLine = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)
 // most maxExposure. (No systemd runs here as PID 1: the units are checked,
 // not started.)
 func TestSystemdUnits(t *testing.T) {
+	t.Parallel()
 	analyze := tool(t, "systemd-analyze", "Debian: systemd")
 	dir := t.TempDir()
 	for _, name := range []string{"customapi.service", "customapi-backup.service"} {
@@ -106,6 +107,7 @@ func execLines(t *testing.T, unit, key string) []string {
 // empty data dir, and a server on it serves the objects backed up, with
 // their uids, and the Secret readable: the page's restore drill.
 func TestBackupUnitRestores(t *testing.T) {
+	t.Parallel()
 	kubectl := binarytest.Kubectl(t)
 	srv := sharedServer(t)
 	uids := createObjects(t, "drill")
