@@ -80,7 +80,12 @@ func TestBackupExternalEtcd(t *testing.T) {
 		t.Errorf("ReadManifest: %+v, %v; want %+v", got, err, m.Snapshot)
 	}
 
+	// Into an empty data dir made beforehand (as an operator makes one
+	// with the owner and mode it wants).
 	restored := filepath.Join(t.TempDir(), "restored")
+	if err := os.Mkdir(restored, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := backup.Restore(ctx, backup.RestoreOptions{Archive: archive, DataDir: restored, RevisionBump: 1000}); err != nil {
 		t.Fatal(err)
 	}

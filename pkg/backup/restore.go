@@ -184,6 +184,15 @@ func Restore(ctx context.Context, o RestoreOptions) (*Manifest, error) {
 		}
 		placed = append(placed, OverrideSnapshotPath(dataDir, i))
 	}
+	// An empty data dir made beforehand (checked above) gives way: Go's
+	// os.Rename does not replace a directory. A non-empty one stays, and
+	// Remove fails.
+	if err := os.Remove(dataDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, p := range placed {
+			_ = os.Remove(p)
+		}
+		return nil, fmt.Errorf("restore: move the restored data dir into place: %w", err)
+	}
 	if err := os.Rename(tmp, dataDir); err != nil {
 		for _, p := range placed {
 			_ = os.Remove(p)

@@ -220,11 +220,20 @@ func StartWithOptions(tb testing.TB, configure func(*options.ServerOptions), res
 // a request that cannot be sent or read fails tb.
 func (s *Server) Get(tb testing.TB, path string) (int, string) {
 	tb.Helper()
-	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, s.URL+path, nil)
+	return Get(tb, s.HTTPClient, s.URL+path)
+}
+
+// Get sends a GET of url with client (whose credentials it carries, for
+// example rest.HTTPClientFor of a user's kubeconfig) and returns the
+// status code and the body; a request that cannot be sent or read fails
+// tb.
+func Get(tb testing.TB, client *http.Client, url string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	resp, err := s.HTTPClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}

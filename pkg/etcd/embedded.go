@@ -296,6 +296,8 @@ func stopping(e *embed.Etcd) bool {
 // configuration is invalid, the port cannot be bound, the data directory or
 // certificates cannot be used, or the server is not ready within
 // cfg.ReadyTimeout or before ctx ends; in each case nothing is left running.
+// etcd's own server metrics are served by k8s.io/component-base's registry
+// from then on (RegisterServerMetrics).
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("etcd: EmbeddedConfig.DataDir is required")
@@ -303,6 +305,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("etcd: create data dir: %w", err)
 	}
+	RegisterServerMetrics()
 	tlsFiles, err := ensureTLS(cfg.DataDir)
 	if err != nil {
 		return nil, err

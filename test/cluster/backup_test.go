@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -247,17 +246,13 @@ func parseRV(t *testing.T, rv string) uint64 {
 	return n
 }
 
-// stopAll stops the servers of a cluster at once (SIGTERM to each, then
-// Stop's checks) and returns each one's time to exit. One at a time, the
-// last would stop without quorum: its controllers' Leases cannot be
-// released, which takes it 25-28 s, near binarytest.ShutdownTimeout.
+// stopAll stops the servers of a cluster at once (binarytest.StopAll) and
+// returns each one's time to exit.
 func stopAll(t *testing.T, servers []*binarytest.Server) string {
 	t.Helper()
-	took := make([]string, len(servers))
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { took[i] = s.Stop(t).Elapsed.Round(100 * time.Millisecond).String() })
+	var took []string
+	for _, res := range binarytest.StopAll(t, servers...) {
+		took = append(took, res.Elapsed.Round(100*time.Millisecond).String())
 	}
-	wg.Wait()
 	return strings.Join(took, ", ")
 }
