@@ -180,8 +180,13 @@ build_release() {
     echo "--- $p: license notices, SBOMs"
     (cd "$src" && collect_licenses "$bindir/third_party_licenses" "$bindir/customapi" "$bindir/customapi-gen")
     for b in customapi customapi-gen; do
-      "$work/bin/cyclonedx-gomod" bin -json -licenses -std -noserial -notimestamp \
-        -version "$version" -output "$dir/$name.$b.cdx.json" "$bindir/$b"
+      # GOPROXY=off: the modules are in the module cache (collect_licenses
+      # downloaded them); customapi's own version is on no proxy.
+      if ! (cd "$src" && GOPROXY=off "$work/bin/cyclonedx-gomod" bin -json -licenses -std -noserial -notimestamp \
+        -version "$version" -output "$dir/$name.$b.cdx.json" "$bindir/$b") 2>"$work/cyclonedx.log"; then
+        cat "$work/cyclonedx.log" >&2
+        return 1
+      fi
     done
     # A reproducible archive: sorted names, the release date as every
     # file's time, numeric root owner, fixed modes, no gzip name or time.

@@ -154,8 +154,8 @@ func TestImageFiles(t *testing.T) {
 		}},
 		{"etc/passwd", tar.TypeReg, 0o644, 0, 0, contains("\nnonroot:x:65532:65532:nonroot:/var/lib/customapi:/sbin/nologin\n")},
 		{"etc/group", tar.TypeReg, 0o644, 0, 0, contains("\nnonroot:x:65532:\n")},
-		{"var/lib/customapi/", tar.TypeDir, 0o700, 65532, 65532, nil},
-		{"tmp/", tar.TypeDir, 0o1777, 0, 0, nil},
+		{"var/lib/customapi", tar.TypeDir, 0o700, 65532, 65532, nil},
+		{"tmp", tar.TypeDir, 0o1777, 0, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, ok := files[tc.name]
