@@ -72,12 +72,15 @@ type Options struct {
 	Licenses string
 }
 
-// Entrypoint and Cmd of the image's configuration: serve on all
-// interfaces of the container, the data in the volume.
-var (
-	Entrypoint = []string{BinaryPath}
-	Cmd        = []string{"serve", "--data-dir", DataDir, "--bind-address", "0.0.0.0"}
-)
+// Entrypoint is the image's entrypoint, the binary.
+func Entrypoint() []string { return []string{BinaryPath} }
+
+// Cmd is the image's command, the arguments after the entrypoint: serve on
+// all interfaces of the container (on the default port, 6443), the data in
+// the volume. Arguments given to `docker run IMAGE ...` replace it.
+func Cmd() []string {
+	return []string{"serve", "--data-dir", DataDir, "--bind-address", "0.0.0.0"}
+}
 
 // Image builds the image of opts.Platform: FROM scratch, one layer (see the
 // package documentation), OCI media types.
@@ -117,8 +120,8 @@ func Image(opts Options) (v1.Image, error) {
 	cf.OS, cf.Architecture, cf.Variant = opts.Platform.OS, opts.Platform.Architecture, opts.Platform.Variant
 	cf.Config = v1.Config{
 		User:       fmt.Sprintf("%d:%d", UID, GID),
-		Entrypoint: Entrypoint,
-		Cmd:        Cmd,
+		Entrypoint: Entrypoint(),
+		Cmd:        Cmd(),
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin",
 			"SSL_CERT_FILE=" + CACertificatesPath,
