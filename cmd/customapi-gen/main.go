@@ -34,6 +34,7 @@ import (
 	"os/signal"
 
 	"github.com/customapi/customapi/pkg/generate"
+	"github.com/customapi/customapi/pkg/version"
 )
 
 func main() {
@@ -47,9 +48,11 @@ func main() {
 	fs.BoolVar(&opts.Verify, "verify", false, "generate into a temporary directory and exit non-zero when a generated file is stale, missing or no longer generated; writes nothing")
 	fs.StringVar(&opts.HeaderFile, "go-header-file", "", "file whose text heads every generated file (a licence, say)")
 	fs.StringVar(&opts.CRDDir, "crd-dir", "", "also write a CustomResourceDefinition (apiextensions.k8s.io/v1) per kind into DIR, <group>_<plural>.yaml with all the kind's versions, as controller-gen does (its +kubebuilder markers apply); --verify checks them")
+	showVersion := fs.Bool("version", false, "print the version line (the one customapi version prints) and exit")
 	fs.StringVar(&opts.OpenAPIDir, "openapi-only", "", "generate only DIR/zz_generated.openapi.go: the OpenAPI definitions of PACKAGES, read-only API packages of other modules that carry +k8s:openapi-model-package (e.g. k8s.io/api/core/v1)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--crd-dir DIR] [--openapi-only DIR] PACKAGES...\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: customapi-gen [--verify] [--go-header-file FILE] [--crd-dir DIR] [--openapi-only DIR] PACKAGES...\n"+
+			"       customapi-gen --version\n\n"+
 			"Generates deepcopy, register, OpenAPI and client code for the API packages\n"+
 			"(doc.go tagged +k8s:deepcopy-gen=package and +groupName) among PACKAGES, e.g. ./apis/...,\n"+
 			"and protobuf code (generated.proto, generated.pb.go) for those also tagged +k8s:protobuf-gen=package;\n"+
@@ -57,6 +60,10 @@ func main() {
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])
+	if *showVersion {
+		fmt.Println(version.ReadBuildInfo())
+		return
+	}
 	opts.Patterns = fs.Args()
 	opts.Out = os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

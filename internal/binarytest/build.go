@@ -3,6 +3,7 @@ package binarytest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -23,11 +24,39 @@ const (
 // Fleet); the go command runs in the test's working directory, inside the
 // module, with the test's environment. The error carries go build's output.
 func Build(dir string, mains ...string) ([]string, error) {
+	return BuildWith(dir, BuildOptions{}, mains...)
+}
+
+// BuildOptions adjust BuildWith.
+type BuildOptions struct {
+	// Static builds as hack/release.sh does: CGO_ENABLED=0 (a binary that
+	// needs no libc, for a FROM scratch image) and -trimpath. Its
+	// packages are compiled apart from those of the default build (cgo
+	// is on by default where a C compiler is), so the first such build
+	// on a machine compiles the whole dependency tree.
+	Static bool
+	// LDFlags is go build's -ldflags, for example "-s -w -X ...".
+	LDFlags string
+}
+
+// BuildWith is Build with opts.
+func BuildWith(dir string, opts BuildOptions, mains ...string) ([]string, error) {
 	if len(mains) == 0 {
 		return nil, errors.New("binarytest.Build: no main package")
 	}
-	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, mains...)
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if opts.Static {
+		args = append(args, "-trimpath")
+	}
+	if opts.LDFlags != "" {
+		args = append(args, "-ldflags", opts.LDFlags)
+	}
+	args = append(args, mains...)
+	cmd := exec.Command("go", args...)
+	if opts.Static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	bins := make([]string, len(mains))

@@ -1,9 +1,10 @@
 // Package binarytest builds customapi's server binaries and runs them as
 // child processes of a test, as a user runs them: one `go build` of main
-// packages (Build), `<binary> serve` on a data dir and a free loopback
-// port, ready once it prints its ready line and stopped with SIGTERM when
-// the test ends (Serve, or Launch without a test), a command run to its
-// end (Run), a process in the background (Start), and kubectl (Kubectl).
+// packages (Build, or BuildWith for a static build as the release makes),
+// `<binary> serve` on a data dir and a free loopback port, ready once it
+// prints its ready line and stopped with SIGTERM when the test ends
+// (Serve, or Launch without a test), a command run to its end (Run), a
+// process in the background (Start), and kubectl (Kubectl).
 //
 // It is the harness of customapi's own end-to-end tests (test/e2e,
 // test/upgrade); a user's test starts a server in process with

@@ -136,7 +136,8 @@ func (c Config) selectResources(names []string) ([]resource.Resource, error) {
 }
 
 // NewRootCommand returns the command tree for cfg: serve, backup, restore,
-// storage rewrite and migrate, etcd defrag, kubeconfig and version as subcommands of a root named cfg.Name. Errors
+// storage rewrite and migrate, etcd defrag, kubeconfig and version as subcommands of a root named cfg.Name,
+// whose --version flag prints the version command's line. Errors
 // are returned by Execute, not printed (SilenceErrors); Main prints them.
 // A program may add commands of its own before executing it. It fails on
 // an invalid Config (no name, no resources, repeated plurals, defaults
@@ -155,7 +156,13 @@ func NewRootCommand(cfg Config) (*cobra.Command, error) {
 		Short:         short,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the line of the version command.
+		Version: versionLine(cfg.Name),
 	}
+	// Declared here so that cobra adds no -v shorthand: -v is serve's
+	// log verbosity.
+	root.Flags().Bool("version", false, "Print the version line of the version command and exit")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newServeCommand(cfg), newBackupCommand(cfg), newRestoreCommand(cfg), newStorageCommand(cfg), newEtcdCommand(cfg), newClusterCommand(cfg), newKubeconfigCommand(cfg), newVersionCommand(cfg))
 	return root, nil
 }

@@ -80,6 +80,23 @@ func TestCommandsNameTheProgramsResources(t *testing.T) {
 }
 
 // execute runs the command tree of cfg with args and returns its output.
+// TestVersionFlag: --version prints the version command's line, and -v
+// stays serve's verbosity flag (the root has no -v shorthand).
+func TestVersionFlag(t *testing.T) {
+	cfg := command.Config{Name: "widgets-server", Resources: []resource.Resource{install.Customs}}
+	flag, cmd := execute(t, cfg, "--version"), execute(t, cfg, "version")
+	if flag != cmd || !strings.HasPrefix(flag, "customapi ") {
+		t.Errorf("--version printed %q, version printed %q: want the same customapi line", flag, cmd)
+	}
+	root, err := command.NewRootCommand(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := root.Flags().ShorthandLookup("v"); f != nil {
+		t.Errorf("the root command has -v (--%s); -v is serve's log verbosity", f.Name)
+	}
+}
+
 func execute(t *testing.T, cfg command.Config, args ...string) string {
 	t.Helper()
 	root, err := command.NewRootCommand(cfg)

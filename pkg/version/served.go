@@ -17,9 +17,10 @@ func Effective() compatibility.EffectiveVersion {
 // servedVersion is /version: the Kubernetes API version customapi speaks,
 // with customapi's own version in gitVersion's semver build metadata (as
 // k3s reports "v1.29.3+k3s1") and its commit in gitCommit and
-// gitTreeState, from the binary's build info (ReadBuildInfo). For example
-// gitVersion "v1.37.0+customapi.v0.4.0", gitCommit "0d7ce76...",
-// gitTreeState "clean". gitVersion stays a semantic version kubectl
+// gitTreeState, from the binary's build info (ReadBuildInfo), and a
+// release build's date in buildDate. For example gitVersion
+// "v1.37.0+customapi.v0.5.0", gitCommit "0d7ce76...", gitTreeState
+// "clean", buildDate "2026-12-01T10:24:00Z". gitVersion stays a semantic version kubectl
 // parses: without -ldflags component-base reports
 // "v0.0.0-master+$Format:%H$", which `kubectl version` cannot parse, so
 // that becomes v<KubernetesVersion>.0.
@@ -39,8 +40,8 @@ func (v servedVersion) Info() *apimachineryversion.Info {
 	return withBuildInfo(info, ReadBuildInfo())
 }
 
-// withBuildInfo adds customapi's version and commit to info (see
-// servedVersion).
+// withBuildInfo adds customapi's version, commit and release date to info
+// (see servedVersion).
 func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryversion.Info {
 	if !strings.Contains(info.GitVersion, "+") {
 		info.GitVersion += "+customapi." + semverBuildMetadata(b.Version)
@@ -50,6 +51,9 @@ func withBuildInfo(info *apimachineryversion.Info, b BuildInfo) *apimachineryver
 		if b.Modified {
 			info.GitTreeState = "dirty"
 		}
+	}
+	if b.Date != "" {
+		info.BuildDate = b.Date
 	}
 	return info
 }
