@@ -202,6 +202,7 @@ build_release() {
     echo "--- container image"
     "$work/bin/image" --version "$version" --revision "$commit" --created "$release_date" \
       --source "$source_url" --licenses "$licenses" --layout "$dir/image" "${image_args[@]}"
+    find "$dir/image" -type f -exec chmod 0644 {} + # go-containerregistry writes index.json executable
   fi
   (
     cd "$dir"
