@@ -35,6 +35,13 @@ type BuildOptions struct {
 	// is on by default where a C compiler is), so the first such build
 	// on a machine compiles the whole dependency tree.
 	Static bool
+	// StaticLink links the default build statically instead (-linkmode
+	// external -extldflags -static: a binary that needs no libc, with
+	// glibc's own functions (name service lookups) linked in): it reuses
+	// the default build's compiled packages, so it costs a link, not a
+	// compile of the dependency tree. Needs cgo and a C toolchain with
+	// the static libc (Debian's libc6-dev). Ignored with Static.
+	StaticLink bool
 	// LDFlags is go build's -ldflags, for example "-s -w -X ...".
 	LDFlags string
 }
@@ -48,8 +55,12 @@ func BuildWith(dir string, opts BuildOptions, mains ...string) ([]string, error)
 	if opts.Static {
 		args = append(args, "-trimpath")
 	}
-	if opts.LDFlags != "" {
-		args = append(args, "-ldflags", opts.LDFlags)
+	ldflags := opts.LDFlags
+	if opts.StaticLink && !opts.Static {
+		ldflags = strings.TrimSpace(ldflags + " -linkmode external -extldflags -static")
+	}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
 	}
 	args = append(args, mains...)
 	cmd := exec.Command("go", args...)
