@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -476,7 +477,7 @@ func (r *runner) profiles(ctx context.Context, profile func(context.Context, str
 			if err == nil {
 				ops.Add(1)
 			}
-			return err
+			return tolerateOverload(err)
 		})
 		return err
 	}
@@ -489,11 +490,25 @@ func (r *runner) profiles(ctx context.Context, profile func(context.Context, str
 			if err == nil {
 				ops.Add(1)
 			}
-			return err
+			return tolerateOverload(err)
 		})
 		return err
 	}
 	return profileCounting(ctx, profile, base+"-list.pprof", list, &ops)
+}
+
+// tolerateOverload returns nil for the errors a server answers when it is
+// overloaded or its etcd is slow (504 Timeout, 429 TooManyRequests, 503
+// ServiceUnavailable, and "the server was unable to return a response in
+// time"): a profile records
+// CPU under load and counts completed operations only, and a run sharing a
+// busy machine with other work must not fail on a write that etcd did not
+// commit within its request timeout. Every other error is returned.
+func tolerateOverload(err error) error {
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) {
+		return nil
+	}
+	return err
 }
 
 // profileCounting runs profile of work into file and then writes, beside
