@@ -1,0 +1,2 @@
+// Package ecosystem is a placeholder; see the real doc below.
+package ecosystem
