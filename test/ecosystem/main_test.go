@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,9 +73,13 @@ func TestMain(m *testing.M) {
 // customapiBinary builds ./cmd/customapi once, on the first call: a run
 // whose tools are all missing skips every test without building.
 var customapiBinary = sync.OnceValues(func() (string, error) {
+	start := time.Now()
 	bins, err := binarytest.Build(workDir, binarytest.Customapi)
 	if err != nil {
 		return "", err
+	}
+	if testing.Verbose() {
+		fmt.Printf("ecosystem: built %s in %s\n", bins[0], time.Since(start).Round(time.Millisecond))
 	}
 	return bins[0], nil
 })
