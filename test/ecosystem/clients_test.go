@@ -124,7 +124,6 @@ func TestNodeClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(modules, "@kubernetes", "client-node", "package.json")); err != nil {
 		missing(t, "@kubernetes/client-node is not installed in "+modules, "node")
 	}
-	logVersion(t, node, "--version")
 	// The script beside the installed modules: node resolves imports from
 	// the script's directory.
 	dir := t.TempDir()

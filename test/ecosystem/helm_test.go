@@ -153,14 +153,16 @@ func (s server) releaseSecrets(ctx context.Context, t *testing.T) ([]string, err
 
 // TestHelm installs testdata/chart (a CRD in crds/, an object of that CRD,
 // a Custom, a ConfigMap and a Secret) with Helm, waiting with Helm's
-// watcher; upgrades it with another message, rolls it back, lists it and
-// shows its status, then uninstalls it: the objects and Helm's release
-// Secrets are gone, and the CRD stays (Helm never deletes the CRDs of
-// crds/).
+// watcher (whose informers use the watch-list protocol: the server's
+// audit log shows it); upgrades it with another message, rolls it back,
+// lists it and shows its status and history, then uninstalls it: the
+// objects and Helm's release Secrets are gone, and the CRD stays (Helm
+// never deletes the CRDs of crds/).
 func TestHelm(t *testing.T) {
-	s := startServer(t)
+	auditLog := filepath.Join(t.TempDir(), "audit.log")
+	s := startServer(t, "--audit-policy-file", writeFile(t, "audit-policy.yaml", customsReadsPolicy), "--audit-log-path", auditLog)
 	helm := newHelm(t, s.KubeconfigPath)
-	logVersion(t, helm.path, "version")
+	logModuleVersion(t, helm.path)
 	chart, err := filepath.Abs("testdata/chart")
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +170,11 @@ func TestHelm(t *testing.T) {
 
 	helm.run(t, "install", helmRelease, chart, "-n", helmNamespace, "--create-namespace", helmWait, "--timeout", "2m")
 	s.requireChartMessage(t, "first")
+	// Helm's watcher (kstatus, client-go informers) waited on the Custom
+	// with the watch-list protocol, not falling back to a list.
+	if r := customsReads(t, auditLog, 0, "Helm/"); r.watchLists == 0 || r.lists != 0 {
+		t.Errorf("helm install --wait=watcher must read customs with watch lists only")
+	}
 	if _, err := s.kube.CoreV1().Namespaces().Get(t.Context(), helmNamespace, metav1.GetOptions{}); err != nil {
 		t.Fatalf("namespace %s (--create-namespace): %v", helmNamespace, err)
 	}

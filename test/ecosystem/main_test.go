@@ -2,6 +2,7 @@ package ecosystem
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,15 +94,16 @@ type server struct {
 	dynamic dynamic.Interface
 }
 
-// startServer builds the binary if needed and starts a server.
-func startServer(t *testing.T) server {
+// startServer builds the binary if needed and starts a server with
+// serve's flags args.
+func startServer(t *testing.T, args ...string) server {
 	t.Helper()
 	customapitest.SkipOnSharedEtcd(t)
 	bin, err := customapiBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := binarytest.Serve(t, bin, binarytest.ServeOptions{DataDir: t.TempDir()})
+	s := binarytest.Serve(t, bin, binarytest.ServeOptions{DataDir: t.TempDir(), Args: args})
 	kube, err := kubernetes.NewForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +229,40 @@ func logVersion(t *testing.T, tool string, args ...string) {
 	res := binarytest.Run(t, binarytest.RunOptions{}, tool, args...)
 	line, _, _ := strings.Cut(strings.TrimSpace(res.Stdout+res.Stderr), "\n")
 	t.Logf("%s %s: %s", filepath.Base(tool), strings.Join(args, " "), line)
+}
+
+// logModuleVersion logs the module and version a Go binary was built
+// from (what `go version -m` shows): `helm version` and `k9s version` show
+// no exact version in a binary built with go install.
+func logModuleVersion(t *testing.T, path string) {
+	t.Helper()
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Logf("%s: no Go build information: %v", path, err)
+		return
+	}
+	t.Logf("%s: %s %s, built with %s", path, bi.Main.Path, bi.Main.Version, bi.GoVersion)
+}
+
+// writeFile writes data to name in a new temporary directory and returns
+// its path.
+func writeFile(t *testing.T, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fileSize is the size of the file at path.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
 
 // saveArtifact writes data to name in the test's artifact directory
