@@ -26,12 +26,9 @@ type helmCLI struct {
 	env  []string
 }
 
-// newHelm returns the helm that hack/install-ecosystem.sh installed (or
-// the one on PATH) for the server of kubeconfig; it skips the test if
-// there is none.
-func newHelm(t *testing.T, kubeconfig string) helmCLI {
+// newHelm returns helm at path for the server of kubeconfig.
+func newHelm(t *testing.T, path, kubeconfig string) helmCLI {
 	t.Helper()
-	path := lookTool(t, "helm", "helm")
 	home := t.TempDir()
 	var env []string
 	for _, kv := range os.Environ() {
@@ -159,10 +156,11 @@ func (s server) releaseSecrets(ctx context.Context, t *testing.T) ([]string, err
 // objects and Helm's release Secrets are gone, and the CRD stays (Helm
 // never deletes the CRDs of crds/).
 func TestHelm(t *testing.T) {
+	helmPath := lookTool(t, "helm", "helm")
+	logModuleVersion(t, helmPath)
 	auditLog := filepath.Join(t.TempDir(), "audit.log")
 	s := startServer(t, "--audit-policy-file", writeFile(t, "audit-policy.yaml", customsReadsPolicy), "--audit-log-path", auditLog)
-	helm := newHelm(t, s.KubeconfigPath)
-	logModuleVersion(t, helm.path)
+	helm := newHelm(t, helmPath, s.KubeconfigPath)
 	chart, err := filepath.Abs("testdata/chart")
 	if err != nil {
 		t.Fatal(err)

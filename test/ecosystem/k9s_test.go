@@ -53,12 +53,14 @@ func (s server) createObject(t *testing.T, gvr schema.GroupVersionResource, kind
 // as a user does: it lists customs (the Go-typed kind; its header shows
 // the server's version and n/a for CPU and memory, there are no metrics),
 // a Custom created and then deleted while k9s runs appears and goes
-// (k9s's informers watch), y shows an object's YAML, :gadgets lists a CRD
-// kind, :ns the namespaces, and :pods says the command is not found
-// (customapi serves no pods). It runs twice: with k9s's client-go default
-// (a list, then a watch) and with KUBE_FEATURE_WatchListClient=true (the
-// watch-list protocol, sendInitialEvents, that newer client-go uses by
-// default). Each screen is a test artifact (go test -artifacts).
+// (k9s's informers watch), y shows an object's YAML and d describes it,
+// :gadgets lists a CRD kind, :ns the namespaces, and :pods says the
+// command is not found (customapi serves no pods). It runs twice: with
+// k9s's client-go default (a list, then a watch) and with
+// KUBE_FEATURE_WatchListClient=true (the watch-list protocol,
+// sendInitialEvents, that newer client-go uses by default); the server's
+// audit log shows which one k9s spoke. Each screen is a test artifact (go
+// test -artifacts).
 func TestK9s(t *testing.T) {
 	k9s := lookTool(t, "k9s", "k9s")
 	tmux := lookTool(t, "tmux", "tmux")
@@ -97,6 +99,8 @@ func TestK9s(t *testing.T) {
 				{name: "yaml", keys: []string{"y"}, want: []string{`YAML\(k9s/hello\)`, `apiVersion: test/v1`, `kind: Custom`, `uid: [0-9a-f-]{36}`, `message: hello from the test`}},
 				// Escape alone: followed at once by ":", a terminal reads Alt-:.
 				{name: "back", keys: []string{"Escape"}, want: []string{`customs\(k9s\)\[1\]`}},
+				{name: "describe", keys: []string{"d"}, want: []string{`Describe\(k9s/hello\)`, `Kind: +Custom`, `Message: +hello from the test`}},
+				{name: "back-again", keys: []string{"Escape"}, want: []string{`customs\(k9s\)\[1\]`}},
 				{name: "gadgets", keys: []string{":gadgets", "Enter"}, want: []string{`gadgets\(k9s\)\[1\]`, `│ gizmo +3 +a gadget`}},
 				{name: "namespaces", keys: []string{":ns", "Enter"}, want: []string{`namespaces\(all\)`, `│ k9s\b`, `│ kube-system +Active`}},
 				{name: "pods", keys: []string{":pods", "Enter"}, want: []string{"`pods` command not found"}},
