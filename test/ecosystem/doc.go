@@ -34,7 +34,7 @@
 //	hack/install-ecosystem.sh            # all of them (the Go builds take minutes)
 //	hack/install-ecosystem.sh python node
 //	go test ./test/ecosystem -v
-//	go test ./test/ecosystem -run TestK9s -v -artifacts -outputdir /tmp/eco   # keep k9s's screens
+//	mkdir -p /tmp/eco && go test ./test/ecosystem -run TestK9s -v -artifacts -outputdir /tmp/eco
 //
 // A test whose tool is missing is skipped with a message naming the
 // install script; with CUSTOMAPI_ECOSYSTEM_REQUIRE=true in the environment
