@@ -38,7 +38,8 @@
 //
 // A test whose tool is missing is skipped with a message naming the
 // install script; with CUSTOMAPI_ECOSYSTEM_REQUIRE=true in the environment
-// it fails instead (for CI, after the install script ran). The customapi
+// (or a list of the script's names: python,node) it fails instead, for CI
+// after the install script ran. The customapi
 // binary is built once, by the first test that needs it, so a run without
 // any tool costs no build. docs/ecosystem.md tells users what works and
 // what does not.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,10 @@ const (
 	// envToolDir names the directory hack/install-ecosystem.sh installs
 	// into and the tests look in; bin/ecosystem in the repository if unset.
 	envToolDir = "CUSTOMAPI_ECOSYSTEM_DIR"
-	// envRequire, set to "true", makes a missing tool fail its test
-	// instead of skipping it: for a CI step that ran the install script.
+	// envRequire makes a missing tool fail its test instead of skipping
+	// it, for a CI step that ran the install script: "true" for every
+	// tool, or a comma-separated list of the install script's names
+	// ("python,node").
 	envRequire = "CUSTOMAPI_ECOSYSTEM_REQUIRE"
 	// installHint is what a skipped test tells to run.
 	installHint = "hack/install-ecosystem.sh"
@@ -195,13 +198,13 @@ func toolDir(t *testing.T) string {
 }
 
 // missing skips the test because what is missing, naming the install
-// script's argument for it; with CUSTOMAPI_ECOSYSTEM_REQUIRE=true it fails
-// the test instead.
+// script's argument for it; if CUSTOMAPI_ECOSYSTEM_REQUIRE is "true" or
+// lists installArg, it fails the test instead.
 func missing(t *testing.T, what, installArg string) {
 	t.Helper()
 	msg := fmt.Sprintf("%s; install it with %s %s", what, installHint, installArg)
-	if os.Getenv(envRequire) == "true" {
-		t.Fatalf("%s (%s=true: a failure, not a skip)", msg, envRequire)
+	if req := os.Getenv(envRequire); req == "true" || slices.Contains(strings.Split(req, ","), installArg) {
+		t.Fatalf("%s (%s=%s: a failure, not a skip)", msg, envRequire, req)
 	}
 	t.Skip(msg)
 }
