@@ -7,7 +7,7 @@
 // process in the background (Start), and kubectl (Kubectl).
 //
 // It is the harness of customapi's own end-to-end tests (test/e2e,
-// test/upgrade); a user's test starts a server in process with
+// test/upgrade, test/ecosystem); a user's test starts a server in process with
 // pkg/customapitest instead. Every child process is built with Command:
 // on Linux the kernel kills it if the test binary dies, so that no server
 // outlives an interrupted run.

@@ -2,6 +2,7 @@ package batteries_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -293,4 +295,65 @@ func TestInProcessDoor(t *testing.T) {
 	wantInvalid(t, err, "data")
 	_, err = cms.Namespace(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Data: map[string]string{"a b": "1"}}, metav1.CreateOptions{})
 	wantInvalid(t, err, "data[a b]")
+}
+
+// TestUnconditionalUpdate: as on kube-apiserver, an update without
+// resourceVersion overwrites a ConfigMap or a Secret (Helm's release
+// storage updates its Secrets so), and is 422 Invalid for a kind that
+// does not declare UnconditionalUpdate (customs).
+func TestUnconditionalUpdate(t *testing.T) {
+	srv, _ := start(t, time.Hour)
+	ns := srv.Namespace(t)
+	for _, tc := range []struct {
+		gvr        schema.GroupVersionResource
+		kind, path string // path: the field that holds the value
+		// invalid: the update is 422 naming metadata.resourceVersion.
+		invalid bool
+	}{
+		{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "ConfigMap", "data", false},
+		{schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, "Secret", "stringData", false},
+		{schema.GroupVersionResource{Group: "test", Version: "v1", Resource: "customs"}, "Custom", "spec", true},
+	} {
+		t.Run(tc.gvr.Resource, func(t *testing.T) {
+			ctx := t.Context()
+			c := srv.Dynamic.Resource(tc.gvr).Namespace(ns)
+			object := func(v string) *unstructured.Unstructured {
+				return &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": tc.gvr.GroupVersion().String(), "kind": tc.kind,
+					"metadata": map[string]any{"name": "x"},
+					tc.path:    map[string]any{"message": v},
+				}}
+			}
+			if _, err := c.Create(ctx, object("old"), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.Update(ctx, object("new"), metav1.UpdateOptions{})
+			want := "new"
+			if tc.invalid {
+				wantInvalid(t, err, "metadata.resourceVersion")
+				want = "old"
+			} else if err != nil {
+				t.Fatalf("update without resourceVersion: %v", err)
+			}
+			got, err := c.Get(ctx, "x", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := tc.path
+			if path == "stringData" { // a Secret's stringData is written into data
+				path = "data"
+			}
+			v, _, _ := unstructured.NestedString(got.Object, path, "message")
+			if tc.kind == "Secret" {
+				b, err := base64.StdEncoding.DecodeString(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v = string(b)
+			}
+			if v != want {
+				t.Fatalf("value after the update: %q, want %q", v, want)
+			}
+		})
+	}
 }

@@ -18,16 +18,19 @@ import (
 // binaryData is a valid config map key (validation.IsConfigMapKey) and
 // appears in only one of them, the total size of the values is at most
 // corev1.MaxSecretSize (1 MiB), and once `immutable` is true, data,
-// binaryData and immutable itself cannot change (422). kubectl get shows
-// NAME, DATA (number of keys) and AGE.
+// binaryData and immutable itself cannot change (422); an update without
+// resourceVersion overwrites the stored object, as kube's does. kubectl get
+// shows NAME, DATA (number of keys) and AGE.
 var ConfigMaps = resource.Resource{
 	GroupVersionKind: corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	Plural:           "configmaps",
 	ShortNames:       []string{"cm"},
-	New:              func() runtime.Object { return &corev1.ConfigMap{} },
-	NewList:          func() runtime.Object { return &corev1.ConfigMapList{} },
-	Validate:         validateConfigMap,
-	ValidateUpdate:   validateConfigMapUpdate,
+	// As kube-apiserver: an update without resourceVersion overwrites.
+	UnconditionalUpdate: true,
+	New:                 func() runtime.Object { return &corev1.ConfigMap{} },
+	NewList:             func() runtime.Object { return &corev1.ConfigMapList{} },
+	Validate:            validateConfigMap,
+	ValidateUpdate:      validateConfigMapUpdate,
 	PrinterColumns: []resource.PrinterColumn{
 		{Name: "Data", Type: "integer", Description: "Number of keys in data and binaryData.", Value: func(obj runtime.Object) any {
 			cm := obj.(*corev1.ConfigMap)

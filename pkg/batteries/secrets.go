@@ -25,18 +25,21 @@ import (
 //     kubernetes.io/service-account-token: the
 //     kubernetes.io/service-account.name annotation);
 //   - updates: type is immutable, and once `immutable` is true data and
-//     immutable cannot change (422).
+//     immutable cannot change (422); an update without resourceVersion
+//     overwrites the stored object (Helm's release storage relies on it).
 //
 // The field selector `type` is supported. kubectl get shows NAME, TYPE,
 // DATA and AGE.
 var Secrets = resource.Resource{
 	GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Secret"),
 	Plural:           "secrets",
-	New:              func() runtime.Object { return &corev1.Secret{} },
-	NewList:          func() runtime.Object { return &corev1.SecretList{} },
-	Default:          defaultSecret,
-	Validate:         validateSecret,
-	ValidateUpdate:   validateSecretUpdate,
+	// As kube-apiserver: an update without resourceVersion overwrites.
+	UnconditionalUpdate: true,
+	New:                 func() runtime.Object { return &corev1.Secret{} },
+	NewList:             func() runtime.Object { return &corev1.SecretList{} },
+	Default:             defaultSecret,
+	Validate:            validateSecret,
+	ValidateUpdate:      validateSecretUpdate,
 	PrinterColumns: []resource.PrinterColumn{
 		{Name: "Type", Type: "string", JSONPath: ".type", Description: "The type of the secret."},
 		{Name: "Data", Type: "integer", Description: "Number of keys in data.", Value: func(obj runtime.Object) any {

@@ -13,8 +13,8 @@
 //     anything but metadata and status (the rule for custom resources);
 //   - with a status subresource, status is ignored on create and update of
 //     the main resource, and only status is written through /status;
-//   - updates need a resourceVersion (optimistic concurrency), no-op updates
-//     write nothing;
+//   - updates need a resourceVersion (optimistic concurrency) unless the
+//     resource declares UnconditionalUpdate, no-op updates write nothing;
 //   - finalizers and deletionTimestamp work as in Kubernetes: delete marks an
 //     object with finalizers, removing the last finalizer deletes it;
 //   - labels, annotations and finalizers are validated as ObjectMeta is in

@@ -124,9 +124,10 @@ func (strategy) Canonicalize(runtime.Object) {}
 // AllowCreateOnUpdate is false: PUT of a missing object is NotFound.
 func (strategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
-// AllowUnconditionalUpdate is false: an update must carry the
-// resourceVersion it was based on (422 Invalid otherwise).
-func (strategy) AllowUnconditionalUpdate(context.Context) bool { return false }
+// AllowUnconditionalUpdate is the resource's UnconditionalUpdate; when
+// false, an update must carry the resourceVersion it was based on (422
+// Invalid otherwise).
+func (s strategy) AllowUnconditionalUpdate(context.Context) bool { return s.res.UnconditionalUpdate }
 
 // ValidateUpdate runs the resource's Validate and ValidateUpdate hooks;
 // the generic registry validates the metadata update itself

@@ -43,6 +43,13 @@ type Resource struct {
 	// writes to the status subresource change only status (the semantics of
 	// a CustomResourceDefinition's status subresource).
 	StatusSubresource bool
+	// UnconditionalUpdate lets an update without metadata.resourceVersion
+	// overwrite the stored object, as kube-apiserver allows for its
+	// built-in kinds (ConfigMaps and Secrets among them: Helm updates its
+	// release Secrets so). The zero value refuses such an update with 422
+	// Invalid, as kube-apiserver does for custom resources: a client sends
+	// the resourceVersion it read (409 Conflict when stale).
+	UnconditionalUpdate bool
 
 	// New returns a new, empty object of the kind, for example &Custom{}. Required.
 	New func() runtime.Object
