@@ -19,16 +19,19 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/customapi/customapi/pkg/apis/test/install"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	"github.com/customapi/customapi/pkg/client"
+	webconsole "github.com/customapi/customapi/pkg/console"
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/datadir"
 )
@@ -163,6 +166,34 @@ func widgetCRD() *apiextensionsv1.CustomResourceDefinition {
 				}},
 			}},
 		},
+	}
+}
+
+// applyViewerRole creates the ClusterRole and ClusterRoleBinding of
+// docs/serving.md, "Web console" (its first yaml block, as a user pastes
+// it), unless they exist.
+func applyViewerRole(t *testing.T) {
+	t.Helper()
+	block := customapitest.DocCodeBlocks(t, filepath.Join("..", "..", "docs", "serving.md"), "## Web console", "yaml")[0]
+	resources := map[string]string{"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+	var created []string
+	for manifest := range strings.SplitSeq(block, "\n---\n") {
+		var obj unstructured.Unstructured
+		if err := yaml.UnmarshalStrict([]byte(manifest), &obj.Object); err != nil {
+			t.Fatalf("docs/serving.md, \"Web console\": %v\n%s", err, manifest)
+		}
+		resource, ok := resources[obj.GetKind()]
+		if !ok {
+			t.Fatalf("docs/serving.md, \"Web console\": a %q in the viewer example", obj.GetKind())
+		}
+		_, err := srv.Dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource(resource)).Create(t.Context(), &obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		created = append(created, obj.GetKind())
+	}
+	if !slices.Equal(created, []string{"ClusterRole", "ClusterRoleBinding"}) {
+		t.Fatalf("docs/serving.md, \"Web console\": the viewer example holds %q, want a ClusterRole and its binding", created)
 	}
 }
 
@@ -356,10 +387,29 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	t.Logf("screenshot %s", p)
 }
 
+// load loads the console's page unless the tab shows it.
+func (b *browser) load(t *testing.T) {
+	t.Helper()
+	if !eval[bool](t, b, `document.getElementById("view") !== null`) {
+		b.act(t, "load the console", chromedp.Navigate(srv.URL+webconsole.Prefix))
+	}
+}
+
+// as makes the tab show the console logged in with token, logging in
+// unless it is, so that each step of TestBrowser also runs alone (-run).
+func (b *browser) as(t *testing.T, token string) {
+	t.Helper()
+	b.load(t)
+	if eval[string](t, b, `sessionStorage.getItem("customapi-console-token") || ""`) != token {
+		b.login(t, token)
+	}
+}
+
 // login logs in with token from the login view (logging out first when
 // logged in) and returns the view it leads to.
 func (b *browser) login(t *testing.T, token string) view {
 	t.Helper()
+	b.load(t)
 	if !eval[bool](t, b, `document.getElementById("logout").hidden`) {
 		requireView(t, b.act(t, "log out", chromedp.Click(chromedp.CSS("#logout"))), "login")
 	}
@@ -424,7 +474,9 @@ func keys(namespace string, names ...string) []string {
 }
 
 // The console in a real browser, as a user goes through it: each step
-// waits for the page's DOM, never a fixed time.
+// waits for the page's DOM, never a fixed time. The steps share the tab,
+// in order; each logs in as it needs, so that one also runs alone
+// (-run 'TestBrowser/health').
 func TestBrowser(t *testing.T) {
 	if _, ok := os.LookupEnv(customapitest.EnvEtcdServers); ok {
 		t.Skipf("the console talks HTTPS to the server only: where etcd runs (%s) changes nothing it checks, and the run without it covers this test", customapitest.EnvEtcdServers)
@@ -451,7 +503,7 @@ func TestBrowser(t *testing.T) {
 	withNamespace := slices.Insert(slices.Clone(wantColumns), 1, "Namespace")
 
 	if !t.Run("log in", func(t *testing.T) {
-		requireView(t, b.act(t, "load the console", chromedp.Navigate(srv.URL+"/console/")), "login")
+		requireView(t, b.act(t, "load the console", chromedp.Navigate(srv.URL+webconsole.Prefix)), "login")
 		b.screenshot(t, "login")
 		requireView(t, b.login(t, srv.Config.BearerToken), "kinds")
 		b.waitFor(t, "the user's name", `document.getElementById("user").textContent === "admin"`)
@@ -460,6 +512,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	t.Run("kinds", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
+		requireView(t, b.show(t, "#/kinds"), "kinds")
 		served := eval[[]string](t, b, `[...document.querySelectorAll("#kinds tbody tr")].map((tr) => tr.dataset.resource)`)
 		for _, want := range []string{"test/v1/customs", "example.com/v1/widgets", "core/v1/namespaces", "core/v1/secrets",
 			"rbac.authorization.k8s.io/v1/clusterroles", "coordination.k8s.io/v1/leases", "apiextensions.k8s.io/v1/customresourcedefinitions"} {
@@ -471,6 +525,8 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("a list shows the printer columns", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
+		requireView(t, b.show(t, "#/kinds"), "kinds")
 		requireView(t, b.act(t, "open customs", chromedp.Click(chromedp.CSS(`tr[data-resource="test/v1/customs"] a`))), "list")
 		if got := b.headers(t); !slices.Equal(got, withNamespace) {
 			t.Errorf("columns %q, want %q (the declaration's printer columns)", got, withNamespace)
@@ -483,6 +539,8 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("namespace filter and pages", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
+		requireView(t, b.show(t, "#/list/test/v1/customs"), "list")
 		requireView(t, b.filter(t, f.bulk, "", "250"), "list")
 		if got := b.headers(t); !slices.Equal(got, wantColumns) {
 			t.Errorf("columns in one namespace %q, want %q", got, wantColumns)
@@ -506,6 +564,8 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("label selector", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
+		requireView(t, b.show(t, "#/list/test/v1/customs"), "list")
 		requireView(t, b.filter(t, f.bulk, "tier=gold", "100"), "list")
 		b.screenshot(t, "list-label-selector")
 		pages := b.pages(t)
@@ -524,6 +584,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("an object's YAML", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
 		requireView(t, b.show(t, "#/list/test/v1/customs?namespace="+f.bulk+"&labelSelector=tier%3Dgold"), "list")
 		requireView(t, b.act(t, "open an object", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-key="%s/c-0004"] a`, f.bulk)))), "object")
 		yaml := b.text(t, "#yaml")
@@ -536,6 +597,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("changes appear in the open list", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
 		requireView(t, b.show(t, "#/list/test/v1/customs?namespace="+f.bulk), "list")
 		b.waitFor(t, "the watch", `document.getElementById("live").dataset.watch === "live"`)
 		b.do(t, "mark the page", chromedp.Evaluate[chromedp.Void](`window.loadedOnce = true`))
@@ -570,6 +632,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("a CRD's printer columns", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
 		requireView(t, b.show(t, "#/kinds"), "kinds")
 		requireView(t, b.act(t, "open widgets", chromedp.Click(chromedp.CSS(`tr[data-resource="example.com/v1/widgets"] a`))), "list")
 		if got, want := b.headers(t), []string{"Name", "Namespace", "Size", "Color"}; !slices.Equal(got, want) {
@@ -582,6 +645,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("health", func(t *testing.T) {
+		b.as(t, srv.Config.BearerToken)
 		requireView(t, b.act(t, "open health", chromedp.Click(chromedp.CSS(`a[data-nav="health"]`))), "health")
 		for _, probe := range []string{"readyz", "livez"} {
 			if code := eval[string](t, b, fmt.Sprintf(`document.getElementById(%q).dataset.code`, probe)); code != "200" {
@@ -606,6 +670,30 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 		b.screenshot(t, "health")
+	})
+
+	t.Run("a viewer with the role of the docs", func(t *testing.T) {
+		applyViewerRole(t)
+		requireView(t, b.login(t, aliceToken), "kinds")
+		b.waitFor(t, "the user's name", fmt.Sprintf(`document.getElementById("user").textContent === %q`, aliceUser))
+		// RBAC takes a policy write in within the watch's delivery: the
+		// first list may still be refused.
+		var v view
+		customapitest.Eventually(t, stepTimeout, "alice may list customs", func(context.Context) (bool, error) {
+			v = b.show(t, "#/list/test/v1/customs?namespace="+f.other)
+			return v.Name == "list", fmt.Errorf("%+v", v)
+		})
+		if got, want := b.rows(t), keys(f.other, "alpha", "beta", "gamma"); !slices.Equal(got, want) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+		b.waitFor(t, "the watch", `document.getElementById("live").dataset.watch === "live"`)
+		b.waitFor(t, "the namespace suggestions", fmt.Sprintf(`document.querySelector('#namespaces option[value=%q]') !== null`, f.bulk))
+		b.screenshot(t, "viewer")
+		requireView(t, b.show(t, "#/list/example.com/v1/widgets"), "list")
+		requireView(t, b.show(t, "#/object/test/v1/customs?namespace="+f.other+"&name=alpha"), "object")
+		if v := b.show(t, "#/list/core/v1/secrets"); v.Code != "403" {
+			t.Errorf("secrets: %+v, want a 403 page", v)
+		}
 	})
 
 	t.Run("a user without rights sees 403 pages", func(t *testing.T) {

@@ -14,10 +14,14 @@ import (
 	"github.com/customapi/customapi/pkg/options"
 )
 
-// The users of the --token-auth-file: nobody has no role binding at all.
+// The users of the --token-auth-file: nobody has no role binding at all;
+// alice gets the viewer role of docs/serving.md, "Web console"
+// (TestBrowser binds it).
 const (
 	nobodyToken = "console-test-nobody-token"
 	nobodyUser  = "nobody"
+	aliceToken  = "console-test-alice-token"
+	aliceUser   = "alice"
 )
 
 var (
@@ -40,7 +44,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(nobodyToken+","+nobodyUser+","+nobodyUser+"-uid\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(nobodyToken+","+nobodyUser+","+nobodyUser+"-uid\n"+aliceToken+","+aliceUser+","+aliceUser+"-uid\n"), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -378,6 +378,7 @@ async function object(main, { params, query, signal }) {
   const r = await findResource(params, signal);
   const namespace = r.namespaced ? query.get("namespace") || "" : "";
   const name = query.get("name") || "";
+  if (!name) throw new APIError(404, "NotFound", "no object named");
   const resp = await request(`${collectionPath(r, namespace)}/${encodeURIComponent(name)}`, { accept: accept.yaml, signal });
   main.append(
     el("h1", {}, r.kind, " ", namespace ? `${namespace}/${name}` : name),
@@ -434,7 +435,6 @@ function errorPage(main, err) {
 // ---- The router over location.hash, the header (user, log out) and the
 // login.
 
-
 const main = document.getElementById("view");
 const user = document.getElementById("user");
 const logout = document.getElementById("logout");
@@ -456,7 +456,14 @@ async function route() {
   running = new AbortController();
   const { signal } = running;
   const [path, search = ""] = location.hash.replace(/^#\/?/, "").split("?");
-  const [name = "kinds", ...rest] = path.split("/").filter(Boolean).map(decodeURIComponent);
+  const decode = (s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s; // not %-encoded: as it is
+    }
+  };
+  const [name = "kinds", ...rest] = path.split("/").filter(Boolean).map(decode);
   main.replaceChildren();
   delete main.dataset.code;
   for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("current", a.dataset.nav === name);
