@@ -522,6 +522,11 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 		b.screenshot(t, "kinds")
+		for _, hash := range []string{"#/list/example.org/v1/nothings", "#/nowhere"} {
+			if v := b.show(t, hash); v.Name != "error" || v.Code != "404" || v.Reason != "NotFound" {
+				t.Errorf("%s: %+v, want a 404 NotFound page", hash, v)
+			}
+		}
 	})
 
 	t.Run("a list shows the printer columns", func(t *testing.T) {

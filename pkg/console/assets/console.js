@@ -179,7 +179,7 @@ function hashOf(path, query = {}) {
 
 const resourcePath = (r) => `${r.group || "core"}/${r.version}/${r.resource}`;
 
-// The served resources, asked once per token.
+// What discovery said last, for the token it was asked with.
 let discovered = { token: null, resources: null };
 
 /** Forgets what discovery said (after a log in or out). */
@@ -187,18 +187,23 @@ function forgetDiscovery() {
   discovered = { token: null, resources: null };
 }
 
-async function servedResources(signal) {
+/** The served resources: asked again when fresh, else as last asked. */
+async function servedResources(signal, fresh = false) {
   const t = token.get();
-  if (discovered.token !== t || !discovered.resources) {
+  if (fresh || discovered.token !== t || !discovered.resources) {
     discovered = { token: t, resources: await resources(signal) };
   }
   return discovered.resources;
 }
 
-/** The served resource the route names ({group, version, resource}), or a 404. */
+/**
+ * The served resource the route names ({group, version, resource}), asking
+ * discovery again when it was not served last time (a new CRD), or a 404.
+ */
 async function findResource({ group, version, resource }, signal) {
   const g = group === "core" ? "" : group;
-  const r = (await servedResources(signal)).find((x) => x.group === g && x.version === version && x.resource === resource);
+  const find = (rs) => rs.find((x) => x.group === g && x.version === version && x.resource === resource);
+  const r = find(await servedResources(signal)) || find(await servedResources(signal, true));
   if (!r) throw new APIError(404, "NotFound", `the server does not serve ${resource} in ${group}/${version}`);
   return r;
 }
@@ -225,7 +230,7 @@ function login(main, { onLogin }) {
 
 /** The kinds view: every served resource, from discovery. */
 async function kinds(main, { signal }) {
-  const rs = await servedResources(signal);
+  const rs = await servedResources(signal, true);
   const rows = rs.map((r) => el("tr", { "data-resource": resourcePath(r) },
     el("td", {}, r.verbs.includes("list") ? link(hashOf("list/" + resourcePath(r)), r.kind) : r.kind),
     el("td", {}, r.resource), el("td", {}, r.group || "core"), el("td", {}, r.version),
