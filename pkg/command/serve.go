@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/batteries"
+	"github.com/customapi/customapi/pkg/console"
 	"github.com/customapi/customapi/pkg/datadir"
 	"github.com/customapi/customapi/pkg/etcd"
 	"github.com/customapi/customapi/pkg/logfilter"
@@ -166,6 +167,9 @@ second signal kills it at once.`,
 				select {
 				case <-srv.ReadyNotify():
 					fmt.Fprintf(cmd.OutOrStdout(), "%s is ready at %s; try:\n  kubectl --kubeconfig %s get %s\n", cfg.Name, sc.URL, sc.KubeconfigPath, example)
+					if sc.Options.Serving.Console {
+						fmt.Fprintf(cmd.OutOrStdout(), "web console at %s%s (log in with a bearer token; see docs/serving.md, \"Web console\")\n", sc.URL, console.Prefix)
+					}
 					// Loading the watch caches left garbage a running
 					// server does not make again (every object decoded,
 					// lists built): hand its pages back to the system

@@ -46,6 +46,8 @@
 //     its causes.
 //   - LockedBuffer collects what a child process, klog or a log backend
 //     writes while the test reads it.
+//   - DocCodeBlocks reads the examples of a section of the docs, so that
+//     a test runs what a user pastes.
 //
 // For example:
 //

@@ -47,29 +47,52 @@ func isProbePath(p string) bool {
 // Probes say which requests read a probe the server serves: GET or HEAD
 // of one of ProbePaths that the generic server lists
 // (GenericAPIServer.ListedPaths: every health check's own path, /version),
-// exactly as written (no "..", ".", "//" or trailing "/" to be cleaned).
-// Until Bind, no request does.
+// or of one of the asset paths AllowAssets added that it lists, exactly
+// as written (no "..", ".", "//" or trailing "/" to be cleaned). Until
+// Bind, no request does.
 type Probes struct {
 	listed atomic.Pointer[func() []string]
+	// assets are AllowAssets' paths, sorted.
+	assets atomic.Pointer[[]string]
 }
 
 // Bind makes listed (GenericAPIServer.ListedPaths: sorted) the paths
 // served.
 func (p *Probes) Bind(listed func() []string) { p.listed.Store(&listed) }
 
+// AllowAssets makes paths (exact URL paths of files that hold no data:
+// the web console's page and scripts, console.Paths) read like the
+// probes: anonymous clients may GET and HEAD them, and every user is
+// allowed to, once the generic server lists them. Each call replaces the
+// previous call's paths.
+func (p *Probes) AllowAssets(paths []string) {
+	sorted := slices.Sorted(slices.Values(paths))
+	p.assets.Store(&sorted)
+}
+
+// isAsset says whether path is one of AllowAssets' paths.
+func (p *Probes) isAsset(path string) bool {
+	assets := p.assets.Load()
+	if assets == nil {
+		return false
+	}
+	_, ok := slices.BinarySearch(*assets, path)
+	return ok
+}
+
 // Serves says whether a request of method (an HTTP method) for path reads
-// a served probe.
+// a served probe or asset.
 func (p *Probes) Serves(method, path string) bool {
 	listed := p.listed.Load()
-	if method != http.MethodGet && method != http.MethodHead || !isProbePath(path) || listed == nil {
+	if method != http.MethodGet && method != http.MethodHead || !isProbePath(path) && !p.isAsset(path) || listed == nil {
 		return false
 	}
 	_, served := slices.BinarySearch((*listed)(), path)
 	return served
 }
 
-// anonymousProbes authenticates requests that read a probe (Probes.Serves)
-// as system:anonymous (group system:unauthenticated, k8s.io/apiserver's
+// anonymousProbes authenticates requests that read a probe or an asset
+// (Probes.Serves) as system:anonymous (group system:unauthenticated, k8s.io/apiserver's
 // anonymous authenticator) and leaves every other request unauthenticated
 // (401). Used as the last authenticator, after one that fails on bad
 // credentials, as kube-apiserver does: a wrong token is 401 even on a
@@ -85,7 +108,8 @@ func (p *Probes) anonymousProbes() authenticator.Request {
 }
 
 // authorizer allows every user, anonymous included, to read the probes
-// the server serves (Serves: verbs get and head of the served ProbePaths),
+// and assets the server serves (Serves: verbs get and head of the served
+// ProbePaths and AllowAssets' paths),
 // so probes are answered without asking an authorization webhook; it has
 // no opinion on the rest (another verb on a probe path is for the
 // authorization modes to decide, as in kube-apiserver).

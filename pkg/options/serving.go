@@ -34,6 +34,12 @@ type ServingOptions struct {
 	// serving certificate is valid for (--tls-san, k3s' flag): a load
 	// balancer's, for example.
 	TLSSANs []string
+	// Console serves the read-only web console (package console) at
+	// /console/ (--console; off by default): its page and assets answer
+	// anonymous GETs (they hold no data; Probes.AllowAssets), and every
+	// API request the page makes carries the token the user logs in with,
+	// authorized as any client's. See docs/serving.md, "Web console".
+	Console bool
 }
 
 // NewServingOptions returns the defaults: 127.0.0.1:6443 and
@@ -49,6 +55,7 @@ func (o *ServingOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "The port to serve HTTPS on; 0 picks a free port.")
 	o.TLS.AddFlags(fs)
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "More DNS names or IP addresses the generated serving certificate is valid for (a load balancer's, say), comma-separated.")
+	fs.BoolVar(&o.Console, "console", o.Console, "Serve the read-only web console at /console/. Its page and scripts answer without credentials (they hold no data); the API requests it makes carry the bearer token the user logs in with, and authorization decides them as for kubectl.")
 }
 
 // Validate returns every problem, naming the flags: without a Listener, a

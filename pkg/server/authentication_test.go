@@ -527,25 +527,9 @@ func TestStructuredAuthenticationAnonymous(t *testing.T) {
 // The AuthenticationConfiguration files in docs/serving.md's
 // "Authentication" section are valid as printed (users paste them).
 func TestStructuredAuthenticationDocExamples(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "serving.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "\n## Authentication\n")
-	if !ok {
-		t.Fatal(`docs/serving.md has no "## Authentication" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	var n int
-	for rest := section; ; {
-		_, after, ok := strings.Cut(rest, "```yaml\n")
-		if !ok {
-			break
-		}
-		var block string
-		block, rest, _ = strings.Cut(after, "```")
-		n++
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
+	blocks := customapitest.DocCodeBlocks(t, filepath.Join("..", "..", "docs", "serving.md"), "## Authentication", "yaml")
+	for i, block := range blocks {
+		t.Run(strconv.Itoa(i+1), func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "authn.yaml")
 			writeAtomic(t, file, []byte(block))
 			o := options.NewServerOptions()
@@ -556,7 +540,7 @@ func TestStructuredAuthenticationDocExamples(t *testing.T) {
 			}
 		})
 	}
-	if n < 2 {
-		t.Fatalf("%d YAML examples in the section, want 2 or more", n)
+	if len(blocks) < 2 {
+		t.Fatalf("%d YAML examples in the section, want 2 or more", len(blocks))
 	}
 }

@@ -70,7 +70,8 @@ type Server struct {
 // registry (authorizer, OpenAPI, handler chain, health checks; generic.go),
 // builds the server (with CustomResourceDefinitions: package
 // customresources), installs the resources' API groups and the review
-// APIs, starts the informers of the admission plugins and completes the
+// APIs (and, with options.ServingOptions.Console, the web console),
+// starts the informers of the admission plugins and completes the
 // admission chain (their webhooks and policies take effect when Run
 // starts, and the server is ready once their informers have synced),
 // bootstraps RBAC and adds the hooks Run starts (controllers, readiness).
@@ -138,6 +139,7 @@ func New(ctx context.Context, cfg *options.Config, resources ...resource.Resourc
 	if err := s.installAPIs(codecs, reviews); err != nil {
 		return nil, err
 	}
+	s.installConsole()
 	if err := s.startEarly(ctx); err != nil {
 		return nil, err
 	}

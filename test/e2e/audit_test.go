@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/customapi/customapi/internal/binarytest"
+	"github.com/customapi/customapi/pkg/customapitest"
 )
 
 // auditPolicy returns the policy a user pastes from docs/serving.md,
@@ -21,20 +22,8 @@ import (
 // that the tests check what the docs say.
 func auditPolicy(t *testing.T) []byte {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "serving.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "\n## Audit\n")
-	if !ok {
-		t.Fatal(`docs/serving.md has no "## Audit" section`)
-	}
-	_, block, ok := strings.Cut(section, "```yaml\n")
-	if !ok {
-		t.Fatal(`docs/serving.md, "Audit": no yaml block`)
-	}
-	policy, _, ok := strings.Cut(block, "```")
-	if !ok || !strings.Contains(policy, "kind: Policy") {
+	policy := customapitest.DocCodeBlocks(t, filepath.Join("..", "..", "docs", "serving.md"), "## Audit", "yaml")[0]
+	if !strings.Contains(policy, "kind: Policy") {
 		t.Fatalf(`docs/serving.md, "Audit": the first yaml block is not a policy: %q`, policy)
 	}
 	return []byte(policy)
