@@ -482,6 +482,9 @@ func TestBrowser(t *testing.T) {
 		t.Skipf("the console talks HTTPS to the server only: where etcd runs (%s) changes nothing it checks, and the run without it covers this test", customapitest.EnvEtcdServers)
 	}
 	exe, ok := chromium()
+	if !ok && os.Getenv("CI") == "true" {
+		t.Fatalf("no Chromium, and CI=true: CI installs Debian's (apt-get install -y chromium); or set %s to a Chrome or Chromium binary", envChromium)
+	}
 	if !ok {
 		t.Skipf("no Chromium: install Debian's (apt-get install -y chromium) or set %s to a Chrome or Chromium binary", envChromium)
 	}
