@@ -86,6 +86,11 @@ func withAuthorization(next http.Handler, a authorizer.Authorizer, s runtime.Neg
 			responsewriters.InternalError(w, req, err)
 			return
 		}
+		if err := checkWorkspace(ctx); err != nil {
+			audit.AddAuditAnnotations(ctx, auditDecisionKey, "forbid", auditReasonKey, err.Error())
+			responsewriters.Forbidden(attrs, w, req, err.Error(), s)
+			return
+		}
 		decision, reason, err := a.Authorize(ctx, attrs)
 		if decision == authorizer.DecisionAllow {
 			audit.AddAuditAnnotations(ctx, auditDecisionKey, "allow", auditReasonKey, reason)
@@ -124,9 +129,11 @@ type Options struct {
 // the reasons of failed health checks (WithCheckReasons), the deprecation
 // warnings, the number check and the body deadline; then
 // k8s.io/apiserver's default chain with its authorization step left to
-// customapi's (503 when an authorizer cannot decide) and its max-in-flight
-// filter replaced by o.Seats; outermost, the request body's time bound.
+// customapi's (503 when an authorizer cannot decide, which first checks
+// the request's workspace) and its max-in-flight filter replaced by
+// o.Seats; then the request body's time bound; outermost, the workspace
+// of a /clusters/NAME/ path (withWorkspace).
 func Build(api http.Handler, c *genericapiserver.Config, o Options) http.Handler {
 	inner := withNumberCheck(withDeprecationWarnings(WithCheckReasons(api, c.Authorization.Authorizer), o.Stores), o.Stores, c.MaxRequestBodyBytes, o.Codecs)
-	return buildHandlerChain(inner, c, o.RequestBodyTimeout, o.Seats.Handler)
+	return withWorkspace(buildHandlerChain(inner, c, o.RequestBodyTimeout, o.Seats.Handler), c.Serializer)
 }

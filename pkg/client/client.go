@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/customapi/customapi/pkg/workspace"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,8 @@ type Client[T Object, L ObjectList] struct {
 	store     *registry.Store
 	namespace string
 	manager   string
+	// workspace is the workspace of every call ("": the context's).
+	workspace string
 }
 
 // Option configures a Client (see New).
@@ -85,7 +88,26 @@ func newClient[T Object, L ObjectList](store *registry.Store, opts ...Option) (*
 // accept and the other calls reject with BadRequest. For a cluster-scoped
 // resource the namespace must stay "".
 func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
-	return &Client[T, L]{store: c.store, namespace: ns, manager: c.manager}
+	return &Client[T, L]{store: c.store, namespace: ns, manager: c.manager, workspace: c.workspace}
+}
+
+// InWorkspace returns a client whose calls reach workspace name (package
+// workspace), as requests for /clusters/NAME/... do over HTTP:
+// workspace.Default is the default workspace, workspace.Wildcard every
+// workspace (List and Watch across all namespaces only; anything else is
+// 400 BadRequest). A client made without InWorkspace reaches the workspace
+// of each call's context (workspace.NewContext), the default one when it
+// names none.
+func (c *Client[T, L]) InWorkspace(name string) *Client[T, L] {
+	return &Client[T, L]{store: c.store, namespace: c.namespace, manager: c.manager, workspace: name}
+}
+
+// in returns ctx in the client's workspace, if it has one.
+func (c *Client[T, L]) in(ctx context.Context) context.Context {
+	if c.workspace == "" {
+		return ctx
+	}
+	return workspace.NewContext(ctx, c.workspace)
 }
 
 // Create stores a new object and returns it as stored, with uid,
@@ -98,6 +120,7 @@ func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
 // AlreadyExists (409), Invalid (422) with field paths, BadRequest (400) for a
 // namespace mismatch, RequestEntityTooLarge (413) over etcd's limit.
 func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
+	ctx = c.in(ctx)
 	var zero T
 	caller, err := c.caller(obj)
 	if err != nil {
@@ -112,6 +135,7 @@ func (c *Client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOpti
 
 // Get returns the object with the given name. Errors: NotFound (404).
 func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	ctx = c.in(ctx)
 	var zero T
 	ctx, err := c.context(ctx, c.namespace, true)
 	if err != nil {
@@ -130,6 +154,7 @@ func (c *Client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 // kube-apiserver. Errors: BadRequest (400) for an invalid selector or
 // option, Gone (410) for an expired continue token.
 func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	ctx = c.in(ctx)
 	var zero L
 	ctx, err := c.context(ctx, c.namespace, false)
 	if err != nil {
@@ -149,6 +174,7 @@ func (c *Client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, er
 // ERROR event carrying a 410 Gone Status. Stop the watch, or cancel ctx, to
 // release it.
 func (c *Client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	ctx = c.in(ctx)
 	ctx, err := c.context(ctx, c.namespace, false)
 	if err != nil {
 		return nil, err
@@ -179,6 +205,7 @@ func (c *Client[T, L]) UpdateStatus(ctx context.Context, obj T, opts metav1.Upda
 }
 
 func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav1.UpdateOptions) (T, error) {
+	ctx = c.in(ctx)
 	var zero T
 	caller, err := c.caller(obj)
 	if err != nil {
@@ -196,6 +223,7 @@ func (c *Client[T, L]) update(ctx context.Context, sub string, obj T, opts metav
 // finalizers is only marked with deletionTimestamp; it goes when its last
 // finalizer is removed. Errors: NotFound (404), Conflict (409).
 func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	ctx = c.in(ctx)
 	ctx, err := c.context(ctx, c.namespace, true)
 	if err != nil {
 		return err
@@ -207,6 +235,7 @@ func (c *Client[T, L]) Delete(ctx context.Context, name string, opts metav1.Dele
 // DeleteCollection deletes every object matching listOpts, as Delete does
 // for each.
 func (c *Client[T, L]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+	ctx = c.in(ctx)
 	ctx, err := c.context(ctx, c.namespace, false)
 	if err != nil {
 		return err

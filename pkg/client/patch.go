@@ -30,6 +30,7 @@ import (
 // other patch types, Invalid (422), Conflict (409, for apply with a cause
 // per conflicting field naming its manager), RequestEntityTooLarge (413).
 func (c *Client[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
+	ctx = c.in(ctx)
 	var zero T
 	sub, caller, err := c.patchTarget(name, "", subresources)
 	if err != nil {
@@ -63,6 +64,7 @@ func (c *Client[T, L]) ApplyStatus(ctx context.Context, obj *unstructured.Unstru
 }
 
 func (c *Client[T, L]) apply(ctx context.Context, obj *unstructured.Unstructured, opts metav1.ApplyOptions, sub string) (T, error) {
+	ctx = c.in(ctx)
 	var zero T
 	if obj == nil {
 		return zero, apierrors.NewBadRequest("an apply configuration is required")

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"github.com/customapi/customapi/pkg/workspace"
 	"net/http"
 	"net/url"
 	"strings"
@@ -132,7 +133,9 @@ func (s *Store) startRequest(ctx context.Context, req auditRequest) (context.Con
 // level is None the RequestReceived stage is sent with the request's
 // metadata (upstream's audit.LogRequestMetadata): a fresh audit ID,
 // requestURI the path (and query of req.options) the same request has
-// over HTTP, userAgent InProcessUserAgent, no sourceIPs; then the request
+// over HTTP, userAgent InProcessUserAgent, no sourceIPs, and the
+// annotation customapi.io/workspace for a workspace other than the
+// default (as over HTTP); then the request
 // body is recorded. It returns ctx carrying the audit context, for the
 // rest of the call, and the request to complete (nil when not audited).
 // The error is a 500 InternalError when the sink refuses the
@@ -173,6 +176,10 @@ func (s *Store) startAudit(ctx context.Context, req auditRequest) (context.Conte
 	}
 	httpReq := &http.Request{Method: http.MethodGet, URL: u, Header: http.Header{"User-Agent": []string{InProcessUserAgent}}}
 	audit.LogRequestMetadata(ctx, httpReq, time.Now(), attrs)
+	if ws := workspace.FromContext(ctx); ws != workspace.Default {
+		// As the HTTP door's authorization step records it.
+		audit.AddAuditAnnotation(ctx, workspace.Annotation, ws)
+	}
 	if !ac.ProcessEventStage(ctx, auditinternal.StageRequestReceived) {
 		audit.ApiserverAuditDroppedCounter.WithContext(ctx).Inc()
 		return ctx, nil, apierrors.NewInternalError(errors.New("failed to store audit event"))

@@ -378,6 +378,10 @@ func (g *restOptionsGetter) cached(gr schema.GroupResource) bool {
 	return g.watchCache && !g.noCache.Has(gr)
 }
 
+// customResourceDefinitions is the resource whose objects every workspace
+// shares (withWorkspaces): a workspace serves the server's kinds.
+var customResourceDefinitions = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+
 // optionsWithCodec are the options of the keys of gr with values encoded
 // and decoded by codec: the backend, its transformer, the decorator (the
 // watch cache when cached, error mapping, deadlines) and the object
@@ -398,12 +402,13 @@ func (g *restOptionsGetter) optionsWithCodec(gr schema.GroupResource, cached boo
 	}
 	opts := generic.RESTOptions{
 		StorageConfig: backend.ForResource(gr),
-		Decorator: wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface {
+		// Outermost: the keys of the request's workspace.
+		Decorator: withWorkspaces(wrapStorage(wrapStorage(decorator, func(s storage.Interface) storage.Interface {
 			return &statusErrorStorage{Interface: s, alarms: g.alarms}
 		}),
 			func(s storage.Interface) storage.Interface {
 				return &unavailableStorage{Interface: s, writeTimeout: g.writeTimeout, readTimeout: g.readTimeout, uncached: !cached}
-			}),
+			}), gr == customResourceDefinitions),
 		DeleteCollectionWorkers: 1,
 		EnableGarbageCollection: g.gc,
 		ResourcePrefix:          ResourcePrefix(gr),

@@ -24,6 +24,7 @@ import (
 	"github.com/customapi/customapi/pkg/customapitest"
 	"github.com/customapi/customapi/pkg/options"
 	"github.com/customapi/customapi/pkg/resource"
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // customsClient is the typed method set both doors implement: client-go's
@@ -53,8 +54,12 @@ type door struct {
 	// open returns a client of customs in namespace ns ("" for all
 	// namespaces on List, Watch and DeleteCollection).
 	open func(ns string) (customsClient, error)
+	// openIn is open in workspace ws (package workspace).
+	openIn func(ws, ns string) (customsClient, error)
 	// customs is open failing the test the door is bound to (see bind).
 	customs func(ns string) customsClient
+	// customsIn is openIn failing the test the door is bound to.
+	customsIn func(ws, ns string) customsClient
 }
 
 // bind returns d with customs failing t when a client cannot be built.
@@ -62,6 +67,14 @@ func (d door) bind(t *testing.T) door {
 	d.customs = func(ns string) customsClient {
 		t.Helper()
 		c, err := d.open(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	d.customsIn = func(ws, ns string) customsClient {
+		t.Helper()
+		c, err := d.openIn(ws, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,10 +125,16 @@ func openDoors(s *customapitest.Server, watchCache bool) ([]door, error) {
 		{
 			name: "inprocess/cache=" + cache, inProcess: true, watchCache: watchCache, srv: s,
 			open: func(ns string) (customsClient, error) { return inproc.Namespace(ns), nil },
+			openIn: func(ws, ns string) (customsClient, error) {
+				return inproc.InWorkspace(ws).Namespace(ns), nil
+			},
 		},
 		{
 			name: "http/cache=" + cache, watchCache: watchCache, srv: s,
 			open: func(ns string) (customsClient, error) { return httpCustoms(s, ns, rest.NoWarnings{}) },
+			openIn: func(ws, ns string) (customsClient, error) {
+				return httpCustomsIn(s, ws, ns, rest.NoWarnings{})
+			},
 		},
 	}, nil
 }
@@ -213,12 +232,18 @@ var (
 // httpCustoms is client-go's typed client of customs over HTTPS, built
 // with gentype as a generated clientset would build it.
 func httpCustoms(s *customapitest.Server, ns string, warn rest.WarningHandler) (customsClient, error) {
+	return httpCustomsIn(s, workspace.Default, ns, warn)
+}
+
+// httpCustomsIn is httpCustoms in workspace ws: its requests go to
+// /clusters/WS/... (workspace.Config).
+func httpCustomsIn(s *customapitest.Server, ws, ns string, warn rest.WarningHandler) (customsClient, error) {
 	schemeOnce.Do(func() { scheme, schemeErr = resource.NewScheme(install.Customs) })
 	if schemeErr != nil {
 		return nil, schemeErr
 	}
 	gv := install.Customs.GroupVersionKind.GroupVersion()
-	cfg := rest.CopyConfig(s.Config)
+	cfg := workspace.Config(s.Config, ws)
 	cfg.APIPath = "/apis"
 	cfg.GroupVersion = &gv
 	cfg.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
