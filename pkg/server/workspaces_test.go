@@ -37,7 +37,10 @@ func TestWorkspaceRBAC(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: ns},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"list", "get"}}},
 	}
-	mustCreate(t, func() error { _, err := adminA.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); return err })
+	mustCreate(t, func() error {
+		_, err := adminA.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
+		return err
+	})
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice-reads", Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
