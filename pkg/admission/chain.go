@@ -233,7 +233,7 @@ func New(c Config) (admission.Interface, error) {
 		initializer.New(c.Client, c.Dynamic, c.Informers, c.Authorizer, gates, c.EffectiveVersion, c.Drained, c.RESTMapper),
 		webhookinit.NewPluginInitializer(c.AuthInfoResolverWrapper, c.ServiceResolver),
 	}
-	decorators := append(slices.Clone(c.Decorators), admission.DecoratorFunc(admissionmetrics.WithControllerMetrics))
+	decorators := append(slices.Clone(c.Decorators), admission.DecoratorFunc(inDefaultWorkspace), admission.DecoratorFunc(admissionmetrics.WithControllerMetrics))
 	chain, err := plugins.NewFromPlugins(names, configs, inits, decorators)
 	if err != nil {
 		return nil, fmt.Errorf("admission: %w", err)

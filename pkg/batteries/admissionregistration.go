@@ -201,11 +201,17 @@ var MutatingAdmissionPolicyBindings = resource.Resource{
 // ValidatingAdmissionPolicyBindings, MutatingAdmissionPolicies and
 // MutatingAdmissionPolicyBindings. The slice is the caller's.
 func Admission() []resource.Resource {
-	return []resource.Resource{
+	all := []resource.Resource{
 		ValidatingWebhookConfigurations, MutatingWebhookConfigurations,
 		ValidatingAdmissionPolicies, ValidatingAdmissionPolicyBindings,
 		MutatingAdmissionPolicies, MutatingAdmissionPolicyBindings,
 	}
+	// They configure the server's admission, which runs for the default
+	// workspace: named workspaces have none of their own.
+	for i := range all {
+		all[i] = inDefaultWorkspaceOnly(all[i])
+	}
+	return all
 }
 
 // ServesAdmission reports whether resources include every kind of

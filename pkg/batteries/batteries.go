@@ -43,7 +43,7 @@ func (o Options) Validate() []error {
 }
 
 // Resources returns the declarations of every battery, in a stable order:
-// namespaces, configmaps and secrets (v1), leases (coordination.k8s.io/v1),
+// workspaces (tenancy.customapi.io/v1alpha1), namespaces, configmaps and secrets (v1), leases (coordination.k8s.io/v1),
 // events (v1), events (events.k8s.io/v1) and the six kinds of
 // admissionregistration.k8s.io/v1 (Admission: webhook configurations and
 // admission policies with their bindings). Pass them, with the user's own
@@ -56,5 +56,5 @@ func Resources(opts Options) []resource.Resource {
 	if ttl <= 0 {
 		ttl = DefaultEventTTL
 	}
-	return append([]resource.Resource{Namespaces, ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}, Admission()...)
+	return append([]resource.Resource{Workspaces, Namespaces, ConfigMaps, Secrets, Leases, CoreEvents(ttl), Events(ttl)}, Admission()...)
 }

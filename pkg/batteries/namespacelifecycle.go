@@ -22,6 +22,7 @@ import (
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/resource"
 	"github.com/customapi/customapi/pkg/storage"
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // namespacesGR is the group resource of namespaces, for errors.
@@ -39,6 +40,7 @@ const forceLiveLookupTTL = 30 * time.Second
 type namespaceLifecycle struct {
 	namespaces *registry.Store
 	// deleted holds the names of namespaces deleted through this registry
+	// (workspace.JoinObjectKey of their workspace and name)
 	// in the last forceLiveLookupTTL.
 	deleted *utilcache.LRUExpireCache
 }
@@ -98,7 +100,7 @@ func (l *namespaceLifecycle) admitCreate(ctx context.Context, nsName string, gr 
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	_, recent := l.deleted.Get(nsName)
+	_, recent := l.deleted.Get(workspace.JoinObjectKey(workspace.FromContext(ctx), nsName))
 	if ns == nil || (recent && ns.Status.Phase != corev1.NamespaceTerminating) {
 		if ns, err = l.get(ctx, nsName, ""); err != nil {
 			return err
@@ -173,9 +175,10 @@ func (l *namespaceLifecycle) bootstrap(ctx context.Context) error {
 // Terminating and returns the namespace (deleted false); once
 // spec.finalizers is empty a delete removes it as any object.
 // Preconditions (uid, resourceVersion) are honoured. Errors: NotFound,
-// Conflict for failed preconditions, Forbidden for DefaultNamespaces.
+// Conflict for failed preconditions, Forbidden for DefaultNamespaces of
+// the default workspace (a named workspace's may be deleted).
 func (l *namespaceLifecycle) delete(ctx context.Context, s resource.Storage, name string, validate resource.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if isDefaultNamespace(name) {
+	if isDefaultNamespace(name) && workspace.FromContext(ctx) == workspace.Default {
 		return nil, false, apierrors.NewForbidden(namespacesGR, name, errors.New("this namespace may not be deleted"))
 	}
 	obj, err := s.Get(ctx, name, &metav1.GetOptions{})
@@ -217,7 +220,7 @@ func (l *namespaceLifecycle) delete(ctx context.Context, s resource.Storage, nam
 			return nil, false, err
 		}
 		if !dryRun {
-			l.deleted.Add(name, true, forceLiveLookupTTL)
+			l.deleted.Add(workspace.JoinObjectKey(workspace.FromContext(ctx), name), true, forceLiveLookupTTL)
 		}
 		return out, false, nil
 	}
@@ -246,7 +249,7 @@ func (l *namespaceLifecycle) deleteCollection(ctx context.Context, s resource.St
 		if err != nil {
 			return nil, err
 		}
-		if isDefaultNamespace(m.GetName()) {
+		if isDefaultNamespace(m.GetName()) && workspace.FromContext(ctx) == workspace.Default {
 			continue
 		}
 		obj, _, err := l.delete(ctx, s, m.GetName(), validate, options.DeepCopy())

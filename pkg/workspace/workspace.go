@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -212,4 +213,29 @@ func SplitObjectKey(key string) (ws, namespace, name string) {
 		return ws, key[:i], key[i+1:]
 	}
 	return ws, "", key
+}
+
+// WrapTransport returns rt sending each request to the workspace of its
+// context (NewContext): a request whose context names a workspace other
+// than Default gets PathPrefix and the name before its path. With it
+// (rest.Config.Wrap), one client-go client serves every workspace, as the
+// server's controllers need; requests without a workspace are unchanged.
+func WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper{rt}
+}
+
+type roundTripper struct{ next http.RoundTripper }
+
+func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	ws := FromContext(req.Context())
+	if ws == Default {
+		return r.next.RoundTrip(req)
+	}
+	out := req.Clone(req.Context())
+	prefix := strings.TrimSuffix(PathPrefix, "/") + "/" + ws
+	out.URL.Path = prefix + req.URL.Path
+	if req.URL.RawPath != "" {
+		out.URL.RawPath = prefix + req.URL.RawPath
+	}
+	return r.next.RoundTrip(out)
 }

@@ -8,10 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	tenancyv1alpha1 "github.com/customapi/customapi/pkg/apis/tenancy/v1alpha1"
 	"github.com/customapi/customapi/pkg/controllers"
 	"github.com/customapi/customapi/pkg/controllers/garbagecollector"
 	"github.com/customapi/customapi/pkg/controllers/namespace"
 	"github.com/customapi/customapi/pkg/controllers/policystatus"
+	"github.com/customapi/customapi/pkg/controllers/workspaces"
 	"github.com/customapi/customapi/pkg/registry"
 	"github.com/customapi/customapi/pkg/storage"
 )
@@ -22,13 +24,15 @@ import (
 const GarbageCollectorName = "garbage-collector"
 
 // Names returns the names of the built-in controllers (namespace.Name,
+// workspaces.Name,
 // policystatus.Name, GarbageCollectorName), in a new slice on each call.
 func Names() []string {
-	return []string{namespace.Name, policystatus.Name, GarbageCollectorName}
+	return []string{namespace.Name, workspaces.Name, policystatus.Name, GarbageCollectorName}
 }
 
 // Controllers returns the built-in controllers for what reg serves: the
-// namespace controller when it serves namespaces, the
+// namespace controller when it serves namespaces, the workspace
+// controller when it serves workspaces, the
 // ValidatingAdmissionPolicy status controller when it serves the policies
 // (with their status), and with garbageCollector the garbage collector
 // (events: when it serves events). Errors: policystatus.New's.
@@ -37,6 +41,9 @@ func Controllers(reg *registry.Registry, garbageCollector bool) ([]controllers.C
 	var cs []controllers.Controller
 	if serves(corev1.SchemeGroupVersion.WithResource("namespaces")) {
 		cs = append(cs, namespace.New())
+	}
+	if serves(tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")) {
+		cs = append(cs, workspaces.New())
 	}
 	if serves(policystatus.PoliciesResource) {
 		c, err := policystatus.New(reg)

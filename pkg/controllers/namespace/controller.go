@@ -13,9 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/customapi/customapi/pkg/controllers"
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // Name is the controller's name (controllers.Controller.Name): its Lease
@@ -80,6 +82,9 @@ type controller struct {
 }
 
 func newController(cfg *rest.Config) (*controller, error) {
+	// One client for every workspace: each request goes to its context's.
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(workspace.WrapTransport)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("namespace controller: %w", err)
@@ -104,19 +109,27 @@ func newController(cfg *rest.Config) (*controller, error) {
 // and one worker syncs them.
 func (c *controller) run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	informer := coreinformers.NewNamespaceInformer(c.kube, 0, cache.Indexers{})
 	enqueue := func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
-			c.queue.Add(ns.Name)
+			if key, err := workspace.ObjectKey(ns); err == nil {
+				c.queue.Add(key)
+			}
 		}
 	}
-	if _, err := informer.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	// The namespaces of every workspace, keyed by workspace and name.
+	all := workspace.NewContext(ctx, workspace.Wildcard)
+	_, informer := workspace.NewInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.ns.List(all, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.ns.Watch(all, opts)
+		},
+	}, &corev1.Namespace{}, cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
-	}, cache.HandlerOptions{Logger: &logger}); err != nil {
-		logger.Error(err, "Adding the event handler failed")
-		return
-	}
+	}, nil)
+	logger.V(4).Info("Watching the namespaces of every workspace")
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { informer.RunWithContext(ctx) })
@@ -130,27 +143,28 @@ func (c *controller) run(ctx context.Context) {
 
 // next syncs one namespace; false once the queue is shut down.
 func (c *controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
+	key, quit := c.queue.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(name)
-	err := c.sync(ctx, name)
+	defer c.queue.Done(key)
+	ws, _, name := workspace.SplitObjectKey(key)
+	err := c.sync(workspace.NewContext(ctx, ws), name)
 	switch {
 	case err == nil:
-		c.queue.Forget(name)
+		c.queue.Forget(key)
 	case ctx.Err() != nil:
 	default:
 		if !errors.Is(err, errContentRemaining) && !apierrors.IsConflict(err) {
-			klog.FromContext(ctx).Error(err, "Deleting the content of a namespace failed; retrying", "namespace", name)
+			klog.FromContext(ctx).Error(err, "Deleting the content of a namespace failed; retrying", "namespace", name, "workspace", ws)
 		}
-		c.queue.AddRateLimited(name)
+		c.queue.AddRateLimited(key)
 	}
 	return true
 }
 
-// sync is one pass over the namespace name (kube's namespace deleter):
-// nothing unless it is deleted and still has the finalizer "kubernetes".
+// sync is one pass over the namespace name of ctx's workspace (kube's
+// namespace deleter): nothing unless it is deleted and still has the finalizer "kubernetes".
 func (c *controller) sync(ctx context.Context, name string) error {
 	ns, err := c.ns.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

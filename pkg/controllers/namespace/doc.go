@@ -3,6 +3,10 @@
 // does, as a client of a server beside its doors, not a branch inside the
 // registry's generic code.
 //
+// It serves every workspace of the server (package workspace) at once:
+// one informer of the namespaces of all workspaces (the wildcard
+// workspace), and requests sent to the namespace's workspace.
+//
 // For each namespace with a deletionTimestamp and the finalizer
 // "kubernetes" (spec.finalizers), it lists the server's namespaced
 // resources through discovery (the preferred version of each that can be

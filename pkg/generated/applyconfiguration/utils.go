@@ -20,9 +20,11 @@ package applyconfiguration
 
 import (
 	v1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	v1alpha1 "github.com/customapi/customapi/pkg/apis/tenancy/v1alpha1"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	benchv1 "github.com/customapi/customapi/pkg/generated/applyconfiguration/bench/v1"
 	internal "github.com/customapi/customapi/pkg/generated/applyconfiguration/internal"
+	tenancyv1alpha1 "github.com/customapi/customapi/pkg/generated/applyconfiguration/tenancy/v1alpha1"
 	applyconfigurationtestv1 "github.com/customapi/customapi/pkg/generated/applyconfiguration/test/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +40,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &benchv1.SampleApplyConfiguration{}
 	case v1.SchemeGroupVersion.WithKind("SampleSpec"):
 		return &benchv1.SampleSpecApplyConfiguration{}
+
+		// Group=tenancy.customapi.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("Workspace"):
+		return &tenancyv1alpha1.WorkspaceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkspaceSpec"):
+		return &tenancyv1alpha1.WorkspaceSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkspaceStatus"):
+		return &tenancyv1alpha1.WorkspaceStatusApplyConfiguration{}
 
 		// Group=test, Version=v1
 	case testv1.SchemeGroupVersion.WithKind("Custom"):

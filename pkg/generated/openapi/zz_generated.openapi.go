@@ -23,6 +23,7 @@ package openapi
 
 import (
 	v1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	v1alpha1 "github.com/customapi/customapi/pkg/apis/tenancy/v1alpha1"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -36,6 +37,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1.Sample{}.OpenAPIModelName():                        schema_pkg_apis_bench_v1_Sample(ref),
 		v1.SampleList{}.OpenAPIModelName():                    schema_pkg_apis_bench_v1_SampleList(ref),
 		v1.SampleSpec{}.OpenAPIModelName():                    schema_pkg_apis_bench_v1_SampleSpec(ref),
+		v1alpha1.Workspace{}.OpenAPIModelName():               schema_pkg_apis_tenancy_v1alpha1_Workspace(ref),
+		v1alpha1.WorkspaceList{}.OpenAPIModelName():           schema_pkg_apis_tenancy_v1alpha1_WorkspaceList(ref),
+		v1alpha1.WorkspaceSpec{}.OpenAPIModelName():           schema_pkg_apis_tenancy_v1alpha1_WorkspaceSpec(ref),
+		v1alpha1.WorkspaceStatus{}.OpenAPIModelName():         schema_pkg_apis_tenancy_v1alpha1_WorkspaceStatus(ref),
 		testv1.Custom{}.OpenAPIModelName():                    schema_pkg_apis_test_v1_Custom(ref),
 		testv1.CustomList{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomList(ref),
 		testv1.CustomPort{}.OpenAPIModelName():                schema_pkg_apis_test_v1_CustomPort(ref),
@@ -235,6 +240,176 @@ func schema_pkg_apis_bench_v1_SampleSpec(ref common.ReferenceCallback) common.Op
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_tenancy_v1alpha1_Workspace(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Workspace declares a workspace of the server: an isolated API space reached at /clusters/NAME/ with its own namespaces, objects and RBAC. Its name is the workspace's (a DNS-1123 label other than \"default\"). Deleting it deletes everything in the workspace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the workspace's configuration.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.WorkspaceSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the workspace's observed state, written by the server.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.WorkspaceStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.WorkspaceSpec{}.OpenAPIModelName(), v1alpha1.WorkspaceStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_tenancy_v1alpha1_WorkspaceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WorkspaceList is a list of Workspace objects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the workspaces.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.Workspace{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Workspace{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_tenancy_v1alpha1_WorkspaceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WorkspaceSpec is the configuration of a Workspace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxObjects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxObjects is the most objects the workspace may hold, of every resource served by Go types and batteries together (custom resources of CustomResourceDefinitions are not counted); a create beyond it is refused with 403 Forbidden. 0 means no limit.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_tenancy_v1alpha1_WorkspaceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WorkspaceStatus is the observed state of a Workspace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Phase is Initializing, Ready or Terminating.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Ready and, while it is deleted, ContentRemaining.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "URL is the workspace's path prefix on the server: /clusters/NAME.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

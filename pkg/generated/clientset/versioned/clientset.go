@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	benchv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/bench/v1"
+	tenancyv1alpha1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/tenancy/v1alpha1"
 	testv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/test/v1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -32,19 +33,26 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	BenchV1() benchv1.BenchV1Interface
+	TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface
 	TestV1() testv1.TestV1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	benchV1 *benchv1.BenchV1Client
-	testV1  *testv1.TestV1Client
+	benchV1         *benchv1.BenchV1Client
+	tenancyV1alpha1 *tenancyv1alpha1.TenancyV1alpha1Client
+	testV1          *testv1.TestV1Client
 }
 
 // BenchV1 retrieves the BenchV1Client
 func (c *Clientset) BenchV1() benchv1.BenchV1Interface {
 	return c.benchV1
+}
+
+// TenancyV1alpha1 retrieves the TenancyV1alpha1Client
+func (c *Clientset) TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface {
+	return c.tenancyV1alpha1
 }
 
 // TestV1 retrieves the TestV1Client
@@ -100,6 +108,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.tenancyV1alpha1, err = tenancyv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.testV1, err = testv1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -126,6 +138,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.benchV1 = benchv1.New(c)
+	cs.tenancyV1alpha1 = tenancyv1alpha1.New(c)
 	cs.testV1 = testv1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -27,6 +27,7 @@ import (
 	versioned "github.com/customapi/customapi/pkg/generated/clientset/versioned"
 	bench "github.com/customapi/customapi/pkg/generated/informers/externalversions/bench"
 	internalinterfaces "github.com/customapi/customapi/pkg/generated/informers/externalversions/internalinterfaces"
+	tenancy "github.com/customapi/customapi/pkg/generated/informers/externalversions/tenancy"
 	test "github.com/customapi/customapi/pkg/generated/informers/externalversions/test"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -327,11 +328,16 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Bench() bench.Interface
+	Tenancy() tenancy.Interface
 	Test() test.Interface
 }
 
 func (f *sharedInformerFactory) Bench() bench.Interface {
 	return bench.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Tenancy() tenancy.Interface {
+	return tenancy.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Test() test.Interface {

@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	v1alpha1 "github.com/customapi/customapi/pkg/apis/tenancy/v1alpha1"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -56,6 +57,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=bench.customapi.io, Version=v1
 	case v1.SchemeGroupVersion.WithResource("samples"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Bench().V1().Samples().Informer()}, nil
+
+		// Group=tenancy.customapi.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("workspaces"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Tenancy().V1alpha1().Workspaces().Informer()}, nil
 
 		// Group=test, Version=v1
 	case testv1.SchemeGroupVersion.WithResource("customs"):

@@ -23,6 +23,8 @@ import (
 	clientset "github.com/customapi/customapi/pkg/generated/clientset/versioned"
 	benchv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/bench/v1"
 	fakebenchv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/bench/v1/fake"
+	tenancyv1alpha1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/tenancy/v1alpha1"
+	faketenancyv1alpha1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/tenancy/v1alpha1/fake"
 	testv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/test/v1"
 	faketestv1 "github.com/customapi/customapi/pkg/generated/clientset/versioned/typed/test/v1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,6 +143,11 @@ var (
 // BenchV1 retrieves the BenchV1Client
 func (c *Clientset) BenchV1() benchv1.BenchV1Interface {
 	return &fakebenchv1.FakeBenchV1{Fake: &c.Fake}
+}
+
+// TenancyV1alpha1 retrieves the TenancyV1alpha1Client
+func (c *Clientset) TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface {
+	return &faketenancyv1alpha1.FakeTenancyV1alpha1{Fake: &c.Fake}
 }
 
 // TestV1 retrieves the TestV1Client

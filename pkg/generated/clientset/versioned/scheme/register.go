@@ -20,6 +20,7 @@ package scheme
 
 import (
 	benchv1 "github.com/customapi/customapi/pkg/apis/bench/v1"
+	tenancyv1alpha1 "github.com/customapi/customapi/pkg/apis/tenancy/v1alpha1"
 	testv1 "github.com/customapi/customapi/pkg/apis/test/v1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	benchv1.AddToScheme,
+	tenancyv1alpha1.AddToScheme,
 	testv1.AddToScheme,
 }
 
