@@ -1,8 +1,11 @@
 package datadir
 
 import (
+	"strings"
+
 	"errors"
 	"fmt"
+	"github.com/customapi/customapi/pkg/workspace"
 	"io/fs"
 	"path/filepath"
 	"time"
@@ -33,6 +36,10 @@ type UserKubeconfigOptions struct {
 	// Validity is how long the certificate is valid; 0 means
 	// DefaultUserCertValidity.
 	Validity time.Duration
+	// Workspace, if set, is the workspace the kubeconfig reaches (package
+	// workspace): its server URL ends in /clusters/NAME. "" or
+	// workspace.Default: the default workspace.
+	Workspace string
 }
 
 // UserKubeconfig returns a kubeconfig (YAML) for o.User: a new ECDSA P-256 key
@@ -72,6 +79,9 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 		}
 		serverURL = admin.Clusters[ctx.Cluster].Server
 	}
+	if serverURL, err = inWorkspace(serverURL, o.Workspace); err != nil {
+		return nil, err
+	}
 	validity := o.Validity
 	if validity <= 0 {
 		validity = DefaultUserCertValidity
@@ -97,5 +107,36 @@ func UserKubeconfig(o UserKubeconfigOptions) ([]byte, error) {
 	}
 	cfg.Contexts["customapi"] = &clientcmdapi.Context{Cluster: "customapi", AuthInfo: o.User, Namespace: "default"}
 	cfg.CurrentContext = "customapi"
+	return clientcmd.Write(*cfg)
+}
+
+// inWorkspace returns serverURL reaching workspace ws: with
+// workspace.PathPrefix and ws appended, unchanged for the default one.
+// Errors: ws is not a workspace name.
+func inWorkspace(serverURL, ws string) (string, error) {
+	if ws == "" || ws == workspace.Default {
+		return serverURL, nil
+	}
+	if msgs := workspace.ValidateName(ws); len(msgs) != 0 {
+		return "", fmt.Errorf("invalid workspace name %q: %s", ws, strings.Join(msgs, "; "))
+	}
+	return strings.TrimSuffix(serverURL, "/") + workspace.PathPrefix + ws, nil
+}
+
+// AdminKubeconfigIn returns the data dir's admin kubeconfig
+// (AdminKubeconfigFile, written when the server runs) reaching workspace
+// ws instead: every cluster's server URL ends in /clusters/WS. Errors: no
+// admin kubeconfig, an invalid workspace name.
+func AdminKubeconfigIn(dataDir, ws string) ([]byte, error) {
+	path := filepath.Join(dataDir, AdminKubeconfigFile)
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (start the server once)", err)
+	}
+	for _, c := range cfg.Clusters {
+		if c.Server, err = inWorkspace(c.Server, ws); err != nil {
+			return nil, err
+		}
+	}
 	return clientcmd.Write(*cfg)
 }
