@@ -43,7 +43,7 @@ func TestKubectlWorkspaces(t *testing.T) {
 	a := newKubectl(t, kubeconfigs["e2e-team-a"], "")
 	b := newKubectl(t, kubeconfigs["e2e-team-b"], "")
 	for _, k := range []kubectl{a, b} {
-		if got := k.mustRun(t, "get", "namespaces", "-o", "name"); got != "namespace/default\nnamespace/kube-public\nnamespace/kube-system" {
+		if got := strings.TrimSpace(k.mustRun(t, "get", "namespaces", "-o", "name")); got != "namespace/default\nnamespace/kube-public\nnamespace/kube-system" {
 			t.Fatalf("a new workspace's namespaces:\n%s", got)
 		}
 	}
@@ -60,7 +60,7 @@ func TestKubectlWorkspaces(t *testing.T) {
 		}},
 	})
 	// Workspace b: same names, none of a's objects, none of a's RBAC.
-	if got := b.mustRun(t, "get", "customs,configmaps,roles,rolebindings", "-A", "-o", "name", "-l", "app=w"); got != "" {
+	if got := strings.TrimSpace(b.mustRun(t, "get", "customs,configmaps,roles,rolebindings", "-A", "-o", "name", "-l", "app=w")); got != "" {
 		t.Fatalf("workspace b lists a's objects:\n%s", got)
 	}
 	if res := b.run(t, "auth", "can-i", "list", "customs", "--as=alice", "-n", "default"); strings.TrimSpace(res.Stdout) != "no" {
@@ -68,7 +68,7 @@ func TestKubectlWorkspaces(t *testing.T) {
 	}
 	a.mustApply(t, customYAML("c1", 2, "from a"), "-n", "default")
 	b.mustApply(t, customYAML("c1", 5, "from b"), "-n", "default")
-	if got := a.mustRun(t, "get", "custom", "c1", "-n", "default", "-o", "jsonpath={.spec.message}"); got != "from a" {
+	if got := strings.TrimSpace(a.mustRun(t, "get", "custom", "c1", "-n", "default", "-o", "jsonpath={.spec.message}")); got != "from a" {
 		t.Fatalf("a's c1 after b wrote its own: %q", got)
 	}
 	// Deleting a Workspace deletes its objects; b keeps its own.
@@ -76,7 +76,7 @@ func TestKubectlWorkspaces(t *testing.T) {
 	if got := admin.mustRun(t, "get", "workspaces", "-o", "name"); strings.Contains(got, "e2e-team-a") {
 		t.Fatalf("workspace a still listed after delete:\n%s", got)
 	}
-	if got := b.mustRun(t, "get", "custom", "c1", "-n", "default", "-o", "jsonpath={.spec.message}"); got != "from b" {
+	if got := strings.TrimSpace(b.mustRun(t, "get", "custom", "c1", "-n", "default", "-o", "jsonpath={.spec.message}")); got != "from b" {
 		t.Fatalf("b's c1 after a was deleted: %q", got)
 	}
 	admin.mustRun(t, "delete", "workspace", "e2e-team-b", "--timeout=60s")
