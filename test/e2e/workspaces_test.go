@@ -47,18 +47,22 @@ func TestKubectlWorkspaces(t *testing.T) {
 			t.Fatalf("a new workspace's namespaces:\n%s", got)
 		}
 	}
-	runCases(t, a, []kubectlCase{
-		{name: "own-server", steps: []step{
-			{args: []string{"apply", "-f", "-"}, stdin: customYAML("c1", 2, "from a", "app=w"), equal: "custom.test/c1 created"},
-			{args: []string{"get", "customs", "-o", "jsonpath={.items[*].metadata.name} {.items[*].metadata.annotations.customapi\\.io/workspace}"}, equal: "c1 e2e-team-a"},
-			{args: []string{"create", "configmap", "cm", "--from-literal=k=v"}, equal: "configmap/cm created"},
-			{args: []string{"create", "role", "reader", "--verb=get,list", "--resource=customs"}, equal: "role.rbac.authorization.k8s.io/reader created"},
-			{args: []string{"create", "rolebinding", "alice-reads", "--role=reader", "--user=alice"}, equal: "rolebinding.rbac.authorization.k8s.io/alice-reads created"},
-			{args: []string{"auth", "can-i", "list", "customs", "--as=alice"}, equal: "yes"},
-			{args: []string{"auth", "can-i", "delete", "customs", "--as=alice"}, code: 1, equal: "no"},
-			{args: []string{"api-resources", "--api-group=test", "-o", "name"}, equal: "customs.test"},
-		}},
-	})
+	// As on a server of its own (runCases would run the steps after this
+	// function returns: its cases are parallel subtests).
+	ensureNamespace(t, kubeconfigs["e2e-team-a"], "e2e-own")
+	own := a.inNamespace("e2e-own")
+	for _, st := range []step{
+		{args: []string{"apply", "-f", "-"}, stdin: customYAML("c1", 2, "from a", "app=w"), equal: "custom.test/c1 created"},
+		{args: []string{"get", "customs", "-o", "jsonpath={.items[*].metadata.name} {.items[*].metadata.annotations.customapi\\.io/workspace}"}, equal: "c1 e2e-team-a"},
+		{args: []string{"create", "configmap", "cm", "--from-literal=k=v"}, equal: "configmap/cm created"},
+		{args: []string{"create", "role", "reader", "--verb=get,list", "--resource=customs"}, equal: "role.rbac.authorization.k8s.io/reader created"},
+		{args: []string{"create", "rolebinding", "alice-reads", "--role=reader", "--user=alice"}, equal: "rolebinding.rbac.authorization.k8s.io/alice-reads created"},
+		{args: []string{"auth", "can-i", "list", "customs", "--as=alice"}, equal: "yes"},
+		{args: []string{"auth", "can-i", "delete", "customs", "--as=alice"}, code: 1, equal: "no"},
+		{args: []string{"api-resources", "--api-group=test", "-o", "name"}, equal: "customs.test"},
+	} {
+		st.run(t, own)
+	}
 	// Workspace b: same names, none of a's objects, none of a's RBAC.
 	if got := strings.TrimSpace(b.mustRun(t, "get", "customs,configmaps,roles,rolebindings", "-A", "-o", "name", "-l", "app=w")); got != "" {
 		t.Fatalf("workspace b lists a's objects:\n%s", got)
