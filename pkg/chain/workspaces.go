@@ -28,7 +28,9 @@ func withWorkspace(next http.Handler, s runtime.NegotiatedSerializer) http.Handl
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		name, rest, ok := workspace.SplitPath(req.URL.Path)
 		if ok && name == workspace.Default && rest == req.URL.Path {
-			next.ServeHTTP(w, req.WithContext(workspace.NewContext(req.Context(), workspace.Default)))
+			// A plain path: a context without a workspace is the default
+			// workspace's.
+			next.ServeHTTP(w, req)
 			return
 		}
 		if ok && name != workspace.Wildcard && len(workspace.ValidateName(name)) != 0 {

@@ -130,10 +130,12 @@ func Key(resourcePrefix, key, name string) string {
 // OfKey returns the workspace of key, a key under resourcePrefix, and
 // whether key names one (carries the segment Key adds).
 func OfKey(resourcePrefix, key string) (string, bool) {
-	if !strings.HasPrefix(key, resourcePrefix+"/"+keyMark) {
+	// Without concatenating: this runs on every storage call.
+	n := len(resourcePrefix)
+	if len(key) < n+2 || key[n] != '/' || key[n+1:n+1+len(keyMark)] != keyMark || key[:n] != resourcePrefix {
 		return Default, false
 	}
-	rest := key[len(resourcePrefix)+1+len(keyMark):]
+	rest := key[n+1+len(keyMark):]
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		rest = rest[:i]
 	}
