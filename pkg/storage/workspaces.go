@@ -2,10 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,10 +145,16 @@ func (s *workspaceStorage) writeKey(ctx context.Context, key string) (string, st
 	return k, ws, nil
 }
 
+// filters says whether a read of key in workspace ws needs the default
+// workspace's filter (defaultOnly).
+func (s *workspaceStorage) filters(key, ws string) bool {
+	return ws == workspace.Default && s.whole(key)
+}
+
 // defaultOnly makes opts select the default workspace's objects when key
 // is a whole resource's of the default workspace.
 func (s *workspaceStorage) defaultOnly(key, ws string, opts storage.ListOptions) storage.ListOptions {
-	if ws != workspace.Default || !s.whole(key) {
+	if !s.filters(key, ws) {
 		return opts
 	}
 	p := opts.Predicate
@@ -194,13 +202,48 @@ func (s *workspaceStorage) Get(ctx context.Context, key string, opts storage.Get
 	return s.Interface.Get(ctx, key, opts, objPtr)
 }
 
+// GetList lists the keys of ctx's workspace. A page (a limit) of the
+// default workspace's whole resource is first read without the workspace
+// filter, and only read again with it when it holds another workspace's
+// object: named workspaces' keys ("%NAME") sort before every name, so a
+// page after them needs no filter, and keeps what a selector-free page
+// has (remainingItemCount).
 func (s *workspaceStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	key, ws, err := s.readKey(ctx, key, opts.Recursive, selectsNamespace(opts.Predicate))
 	if err != nil {
 		return err
 	}
-	return s.Interface.GetList(ctx, key, s.defaultOnly(key, ws, opts), listObj)
+	filtered := s.defaultOnly(key, ws, opts)
+	if !s.filters(key, ws) || opts.Predicate.Limit <= 0 {
+		return s.Interface.GetList(ctx, key, filtered, listObj)
+	}
+	if err := s.Interface.GetList(ctx, key, opts, listObj); err != nil {
+		return err
+	}
+	if !holdsNamedWorkspace(listObj) {
+		return nil
+	}
+	if err := meta.SetList(listObj, nil); err != nil {
+		return err
+	}
+	return s.Interface.GetList(ctx, key, filtered, listObj)
 }
+
+// holdsNamedWorkspace says whether list holds an object of a named
+// workspace.
+func holdsNamedWorkspace(list runtime.Object) bool {
+	found := false
+	_ = meta.EachListItem(list, func(obj runtime.Object) error {
+		if workspace.Of(obj) != workspace.Default {
+			found = true
+			return errStop
+		}
+		return nil
+	})
+	return found
+}
+
+var errStop = errors.New("stop")
 
 func (s *workspaceStorage) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, cachedExistingObject runtime.Object) error {
 	key, ws, err := s.writeKey(ctx, key)

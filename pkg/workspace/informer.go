@@ -1,7 +1,11 @@
 package workspace
 
 import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -67,11 +71,26 @@ func NewInformer(lw cache.ListerWatcher, objType runtime.Object, handler cache.R
 // watch-list keeps the initial events in a store keyed by namespace and
 // name, which merges equal names of different workspaces; a list does
 // not.
+// The lists and watches keep the reflector's context (lw's
+// ListWithContext and WatchWithContext when it has them).
 func ListThenWatch(lw cache.ListerWatcher) cache.ListerWatcher {
-	return listThenWatch{lw}
+	return listThenWatch{ListerWatcher: lw, withContext: cache.ToListerWatcherWithContext(lw)}
 }
 
-type listThenWatch struct{ cache.ListerWatcher }
+type listThenWatch struct {
+	cache.ListerWatcher
+	withContext cache.ListerWatcherWithContext
+}
+
+// ListWithContext lists with the reflector's context.
+func (l listThenWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return l.withContext.ListWithContext(ctx, opts)
+}
+
+// WatchWithContext watches with the reflector's context.
+func (l listThenWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return l.withContext.WatchWithContext(ctx, opts)
+}
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector not to use
 // the watch-list protocol.

@@ -97,25 +97,33 @@ func TestWorkspaceIsolation(t *testing.T) {
 					}
 					requireOwn(t, ws, &mine, 3)
 				}
-				// Paging through all namespaces of a named workspace.
-				if ws != workspace.Default {
-					var seen int
-					opts := metav1.ListOptions{Limit: 1}
-					for {
-						page, err := d.customsIn(ws, "").List(ctx, opts)
-						if err != nil {
-							t.Fatal(err)
-						}
-						requireOwn(t, ws, page, len(page.Items))
-						seen += len(page.Items)
-						if page.Continue == "" {
-							break
-						}
-						opts.Continue = page.Continue
+				// Paging through all namespaces (the default workspace's
+				// hold other cases' objects too).
+				var seen int
+				opts := metav1.ListOptions{Limit: 2}
+				for {
+					page, err := d.customsIn(ws, "").List(ctx, opts)
+					if err != nil {
+						t.Fatal(err)
 					}
-					if seen != 3 {
-						t.Fatalf("pages of %q: %d objects, want 3", ws, seen)
+					for _, it := range page.Items {
+						if workspace.Of(&it) != ws {
+							t.Fatalf("a page of %q holds %s/%s of %q", ws, it.Namespace, it.Name, workspace.Of(&it))
+						}
+						if it.Namespace == ns {
+							seen++
+						}
 					}
+					if ws != workspace.Default && page.Continue != "" && (page.RemainingItemCount == nil || *page.RemainingItemCount != int64(3-seen)) {
+						t.Fatalf("a page of %q: remainingItemCount %v after %d of 3", ws, page.RemainingItemCount, seen)
+					}
+					if page.Continue == "" {
+						break
+					}
+					opts.Continue = page.Continue
+				}
+				if seen != 3 {
+					t.Fatalf("pages of %q: %d objects of the case, want 3", ws, seen)
 				}
 			}
 		})
