@@ -64,6 +64,9 @@ var skipped = map[schema.GroupResource]bool{
 
 var errContentRemaining = errors.New("content remains")
 
+// workers is the number of workspaces synced at once.
+const workers = 4
+
 // New returns the workspace controller, for a controllers.Runner.
 func New() controllers.Controller {
 	return controllers.Controller{Name: Name, Run: Run}
@@ -145,7 +148,13 @@ func (c *controller) run(ctx context.Context) {
 		<-ctx.Done()
 		c.queue.ShutDown()
 	})
-	for c.next(ctx) {
+	// Workspaces are independent: a few workers bring many up at once
+	// (the queue never hands one workspace to two workers).
+	for range workers {
+		wg.Go(func() {
+			for c.next(ctx) {
+			}
+		})
 	}
 }
 
