@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 func TestDiffOwners(t *testing.T) {
@@ -75,17 +77,17 @@ func TestRelistNewUID(t *testing.T) {
 		c.processEvent(ev)
 		c.graphChanges.Done(ev)
 	}
-	if _, ok := c.graph.snapshot("old"); ok {
+	if _, ok := c.graph.snapshot(objectID{ws: workspace.Default, uid: "old"}); ok {
 		t.Error("the replaced object's node is still in the graph")
 	}
-	if n, ok := c.graph.snapshot("new"); !ok || n.virtual {
+	if n, ok := c.graph.snapshot(objectID{ws: workspace.Default, uid: "new"}); !ok || n.virtual {
 		t.Errorf("the new object's node: %+v, %v; want an observed node", n, ok)
 	}
 	queued := map[types.UID]bool{}
 	for c.attemptToDelete.Len() > 0 {
-		uid, _ := c.attemptToDelete.Get()
-		queued[uid] = true
-		c.attemptToDelete.Done(uid)
+		id, _ := c.attemptToDelete.Get()
+		queued[id.uid] = true
+		c.attemptToDelete.Done(id)
 	}
 	if !queued["d"] {
 		t.Errorf("queued to delete %v, want the dependent of the replaced object", queued)
