@@ -134,3 +134,37 @@ func BenchmarkMetaStoreOwnerless(b *testing.B) {
 	}
 	runtime.KeepAlive(objs)
 }
+
+// TestMetaStoreWorkspaces: a store of every workspace keeps objects by
+// workspace and uid, under the keys workspace.JoinObjectKey makes of
+// them.
+func TestMetaStoreWorkspaces(t *testing.T) {
+	var r recorder
+	s := r.store()
+	inA := object("dep", "1", "owner")
+	workspace.Set(inA, "team-a")
+	if err := s.Replace([]any{object("dep", "1", "owner"), inA}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.take(); !slices.Equal(got, []string{"add dep", "add dep"}) {
+		t.Fatalf("the graph was told %q, want an add per workspace", got)
+	}
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"dep", "team-a|dep"}) {
+		t.Fatalf("keys %q", keys)
+	}
+	got, ok, _ := s.GetByKey("team-a|dep")
+	if m, _ := got.(*metav1.PartialObjectMetadata); !ok || workspace.Of(m) != "team-a" {
+		t.Fatalf("GetByKey(team-a|dep) = %+v, %v; want the object of team-a, with its workspace", got, ok)
+	}
+	if err := s.Delete(inA); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.get(id("dep")); !ok {
+		t.Fatal("deleting team-a's object dropped the default workspace's")
+	}
+	if _, ok := s.get(objectID{ws: "team-a", uid: "dep"}); ok {
+		t.Fatal("team-a's object is still kept after its deletion")
+	}
+}

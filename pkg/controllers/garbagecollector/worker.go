@@ -156,9 +156,9 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, id objectID, fromCa
 
 // verifyOwner checks that the owner ref (a virtual node: named by a
 // dependent, not observed; of resource sr, looked up in namespace ns of
-// its workspace, ctx's) exists, as kube's collector verifies its virtual nodes: by a live GET
-// (the monitors keep only the objects that matter, not every possible
-// owner). The owner's monitor store is asked to keep it first, so that a
+// its workspace, ctx's) exists, as kube's collector verifies its virtual
+// nodes: by a live GET (the monitors keep only the objects that matter,
+// not every possible owner). The owner's monitor store is asked to keep it first, so that a
 // change after the GET reaches the graph; found alive, it becomes an
 // observed node (also when found in another namespace, which makes its
 // dependents' references invalid); absent, its dependents are checked.
