@@ -30,7 +30,7 @@ type event struct {
 	// apiVersion and kind of obj (its monitor's, shared by its events).
 	apiVersion, kind string
 	src              *metaStore // obj's monitor store; nil in tests
-	uid              types.UID  // virtualDeleteEvent's and verifyEvent's node
+	id               objectID   // virtualDeleteEvent's and verifyEvent's node
 	absent           objectRef  // virtualDeleteEvent: the coordinates found absent
 }
 
@@ -61,15 +61,16 @@ func (c *Collector) processEvent(ev *event) {
 		c.virtualDeleteLocked(ev)
 		return
 	case verifyEvent:
-		if n, ok := g.nodes[ev.uid]; ok {
+		if n, ok := g.nodes[ev.id]; ok {
 			n.virtual = true
-			c.attemptToDelete.Add(ev.uid)
+			c.attemptToDelete.Add(ev.id)
 		}
 		return
 	}
 	obj := ev.obj
+	id := idOf(obj)
 	kind := g.kindLocked(ev.apiVersion, ev.kind)
-	existing, ok := g.nodes[obj.UID]
+	existing, ok := g.nodes[id]
 	switch {
 	case ev.typ == deleteEvent:
 		if ok {
@@ -79,8 +80,8 @@ func (c *Collector) processEvent(ev *event) {
 			c.removeNodeLocked(existing)
 		}
 	case !ok:
-		n := &node{kind: kind, namespace: obj.Namespace, name: obj.Name, uid: obj.UID, owners: obj.OwnerReferences, src: ev.src}
-		g.nodes[obj.UID] = n
+		n := &node{kind: kind, ws: id.ws, namespace: obj.Namespace, name: obj.Name, uid: obj.UID, owners: obj.OwnerReferences, src: ev.src}
+		g.nodes[id] = n
 		c.addToOwnersLocked(n, n.owners)
 		c.transitionsLocked(n, obj)
 		if ev.src != nil {
@@ -92,7 +93,7 @@ func (c *Collector) processEvent(ev *event) {
 			// (one naming it from another namespace is invalid).
 			existing.virtual = false
 			for _, d := range existing.dependents {
-				c.attemptToDelete.Add(d.uid)
+				c.attemptToDelete.Add(d.id())
 			}
 		}
 		existing.kind, existing.namespace, existing.name = kind, obj.Namespace, obj.Name
@@ -106,10 +107,10 @@ func (c *Collector) processEvent(ev *event) {
 		}
 		added, removed, changed := diffOwners(existing.owners, obj.OwnerReferences)
 		for _, o := range removed {
-			if owner, ok := g.nodes[o.UID]; ok {
+			if owner, ok := g.nodes[existing.ownerID(o)]; ok {
 				delete(owner.dependents, existing.uid)
 				if owner.deletingDependents {
-					c.attemptToDelete.Add(owner.uid)
+					c.attemptToDelete.Add(owner.id())
 				}
 				c.releaseIfIdleLocked(owner)
 			}
@@ -117,8 +118,8 @@ func (c *Collector) processEvent(ev *event) {
 		for _, o := range changed {
 			// blockOwnerDeletion changed: a foreground deletion may be
 			// unblocked.
-			if owner, ok := g.nodes[o.UID]; ok && owner.deletingDependents {
-				c.attemptToDelete.Add(owner.uid)
+			if owner, ok := g.nodes[existing.ownerID(o)]; ok && owner.deletingDependents {
+				c.attemptToDelete.Add(owner.id())
 			}
 		}
 		existing.owners = obj.OwnerReferences
@@ -128,18 +129,19 @@ func (c *Collector) processEvent(ev *event) {
 	}
 }
 
-// addToOwnersLocked adds n to the dependents of owners, creating a
-// virtual node (queued, to check that it exists) for each owner not in
-// the graph. An owner's monitor is asked to keep it (wantLocked): its
-// deletion must reach the graph, whatever its metadata.
+// addToOwnersLocked adds n to the dependents of owners (objects of n's
+// workspace), creating a virtual node (queued, to check that it exists)
+// for each owner not in the graph. An owner's monitor is asked to keep it
+// (wantLocked): its deletion must reach the graph, whatever its metadata.
 func (c *Collector) addToOwnersLocked(n *node, owners []metav1.OwnerReference) {
 	g := c.graph
 	for _, o := range owners {
-		owner, ok := g.nodes[o.UID]
+		oid := n.ownerID(o)
+		owner, ok := g.nodes[oid]
 		if !ok {
-			owner = &node{kind: g.kindLocked(o.APIVersion, o.Kind), namespace: n.namespace, name: o.Name, uid: o.UID, virtual: true}
-			g.nodes[o.UID] = owner
-			c.attemptToDelete.Add(o.UID)
+			owner = &node{kind: g.kindLocked(o.APIVersion, o.Kind), ws: n.ws, namespace: n.namespace, name: o.Name, uid: o.UID, virtual: true}
+			g.nodes[oid] = owner
+			c.attemptToDelete.Add(oid)
 		}
 		owner.addDependent(n)
 		if !owner.wanted {
@@ -150,10 +152,10 @@ func (c *Collector) addToOwnersLocked(n *node, owners []metav1.OwnerReference) {
 			// The reference names an observed owner from another
 			// namespace, or with other coordinates: the worker checks it
 			// (and reports an invalid one).
-			c.attemptToDelete.Add(n.uid)
+			c.attemptToDelete.Add(n.id())
 		}
 		if owner.deletingDependents {
-			c.attemptToDelete.Add(owner.uid)
+			c.attemptToDelete.Add(oid)
 		}
 	}
 }
@@ -177,14 +179,14 @@ func (c *Collector) wantLocked(n *node) (*metaStore, uint64, bool) {
 		}
 	}
 	n.wanted = true
-	return n.src, n.src.want(n.uid), true
+	return n.src, n.src.want(n.id()), true
 }
 
 // unwantLocked undoes wantLocked.
 func (c *Collector) unwantLocked(n *node) {
 	if n.wanted {
 		n.wanted = false
-		n.src.unwant(n.uid)
+		n.src.unwant(n.id())
 	}
 }
 
@@ -193,13 +195,14 @@ func (c *Collector) unwantLocked(n *node) {
 // no dependents, or an observed one with no dependents, no owners and no
 // deletion under way. Its monitor then forgets it too.
 func (c *Collector) releaseIfIdleLocked(n *node) {
-	if len(n.dependents) != 0 || (!n.virtual && n.matters) || c.graph.nodes[n.uid] != n {
+	id := n.id()
+	if len(n.dependents) != 0 || (!n.virtual && n.matters) || c.graph.nodes[id] != n {
 		return
 	}
-	delete(c.graph.nodes, n.uid)
+	delete(c.graph.nodes, id)
 	c.unwantLocked(n)
 	if n.src != nil {
-		n.src.forget(n.uid)
+		n.src.forget(id)
 	}
 }
 
@@ -208,44 +211,45 @@ func (c *Collector) releaseIfIdleLocked(n *node) {
 // deleting their dependents in the foreground may be unblocked.
 func (c *Collector) removeNodeLocked(n *node) {
 	g := c.graph
-	delete(g.nodes, n.uid)
+	id := n.id()
+	delete(g.nodes, id)
 	c.unwantLocked(n)
 	if !n.virtual {
 		// Observed gone: its dependents (queued below) need not look it up.
-		c.absentOwners.Add(absentKey{n.namespace, n.kind.groupKind, n.name, n.uid}, nil)
+		c.absentOwners.Add(absentKey{n.ws, n.namespace, n.kind.groupKind, n.name, n.uid}, nil)
 	}
 	if !n.virtual && n.namespace != "" {
 		for _, d := range n.dependents {
 			if d.namespace != n.namespace {
 				// Its dependents in other namespaces name it invalidly,
 				// also once it is gone.
-				g.elsewhere[n.uid] = n.namespace
+				g.elsewhere[id] = n.namespace
 				break
 			}
 		}
 	}
 	for _, o := range n.owners {
-		if owner, ok := g.nodes[o.UID]; ok {
+		if owner, ok := g.nodes[n.ownerID(o)]; ok {
 			delete(owner.dependents, n.uid)
 			if owner.deletingDependents {
-				c.attemptToDelete.Add(owner.uid)
+				c.attemptToDelete.Add(owner.id())
 			}
 			c.releaseIfIdleLocked(owner)
 		}
 	}
 	for _, d := range n.dependents {
-		c.attemptToDelete.Add(d.uid)
+		c.attemptToDelete.Add(d.id())
 	}
 }
 
 // virtualDeleteLocked handles a worker's finding that virtual node
-// ev.uid's object, as ev.absent names it, does not exist. As kube's graph
+// ev.id's object, as ev.absent names it, does not exist. As kube's graph
 // builder: when dependents name that uid with other coordinates (another
 // name or kind), the node stays, under one of those, and is verified
 // again; the dependents that named the absent coordinates are queued.
 func (c *Collector) virtualDeleteLocked(ev *event) {
 	g := c.graph
-	n, ok := g.nodes[ev.uid]
+	n, ok := g.nodes[ev.id]
 	if !ok || !n.virtual {
 		return // observed meanwhile: it exists
 	}
@@ -266,7 +270,7 @@ func (c *Collector) virtualDeleteLocked(ev *event) {
 		return
 	}
 	for _, d := range matching {
-		c.attemptToDelete.Add(d.uid)
+		c.attemptToDelete.Add(d.id())
 	}
 	if n.name == ev.absent.Name && n.kind.groupKind == absent {
 		kind := g.kindLocked(alternate.APIVersion, alternate.Kind)
@@ -276,7 +280,7 @@ func (c *Collector) virtualDeleteLocked(ev *event) {
 		}
 		n.kind, n.name, n.namespace = kind, alternate.Name, other.namespace
 		c.wantLocked(n)
-		c.attemptToDelete.Add(n.uid)
+		c.attemptToDelete.Add(n.id())
 	}
 }
 
@@ -299,12 +303,12 @@ func (c *Collector) transitionsLocked(n *node, obj *metav1.PartialObjectMetadata
 	n.deleting = obj.DeletionTimestamp != nil
 	n.deletingDependents = n.deleting && slices.Contains(obj.Finalizers, metav1.FinalizerDeleteDependents)
 	if n.deleting && slices.Contains(obj.Finalizers, metav1.FinalizerOrphanDependents) {
-		c.attemptToOrphan.Add(n.uid)
+		c.attemptToOrphan.Add(n.id())
 	}
 	if n.deletingDependents {
-		c.attemptToDelete.Add(n.uid)
+		c.attemptToDelete.Add(n.id())
 		for _, d := range n.dependents {
-			c.attemptToDelete.Add(d.uid)
+			c.attemptToDelete.Add(d.id())
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -27,6 +26,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/lru"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // Defaults of Config.
@@ -37,8 +38,8 @@ const (
 	// server does not serve is retried (discovery may not know a new
 	// CustomResourceDefinition yet) before it is reported and left alone.
 	maxUnresolvedRetries = 5
-	// absentOwnersCached is how many owner uids found absent are
-	// remembered (kube's absentOwnerCache holds 500): the dependents of
+	// absentOwnersCached is how many owners found absent are
+	// remembered (of every workspace together) (kube's absentOwnerCache holds 500): the dependents of
 	// one deleted owner then cost one lookup of it, not one each.
 	absentOwnersCached = 500
 )
@@ -52,9 +53,14 @@ var DefaultIgnoredResources = []schema.GroupResource{
 
 // Config configures a Collector.
 type Config struct {
-	// Config reaches the server whose objects are collected, with the
-	// right to list, watch, get, patch and delete every resource (the
-	// server's in-process door, server.Server.PipeConfig).
+	// Config reaches the server whose objects are collected, in its
+	// default workspace, with the right to list, watch, get, patch and
+	// delete every resource in every workspace: to list and watch the
+	// wildcard workspace (workspace.Wildcard), which over HTTP takes
+	// system:masters (the server's in-process door,
+	// server.Server.PipeConfig, has it). The collector sends each request
+	// to its workspace itself (workspace.WrapTransport): Config must reach
+	// the default workspace, not a /clusters/NAME path.
 	Config *rest.Config
 	// Workers deleting and orphaning in parallel; 0 means DefaultWorkers.
 	Workers int
@@ -65,14 +71,22 @@ type Config struct {
 	// IgnoredResources are not watched; nil means DefaultIgnoredResources.
 	IgnoredResources []schema.GroupResource
 	// Events, when true, records warning events (core v1) about invalid
-	// owner references on the dependent (kube's OwnerRefInvalidNamespace).
+	// owner references on the dependent (kube's OwnerRefInvalidNamespace),
+	// for the objects of the default workspace only: a named workspace
+	// may not have the dependent's namespace, and one event recorder
+	// serves one workspace. Invalid references in named workspaces are
+	// logged instead.
 	Events bool
 }
 
 // Collector is the garbage collector (see the package documentation).
 type Collector struct {
-	cfg       Config
+	cfg Config
+	// metadata sends the workers' requests, each to its context's
+	// workspace (workspace.NewContext), bounded in time; lister the
+	// monitors' lists (of the wildcard workspace), not bounded.
 	metadata  metadata.Interface
+	lister    metadata.Interface
 	watcher   *metadataWatcher // the monitors' watches
 	discovery discovery.DiscoveryInterface
 	recorder  record.EventRecorder // nil without Config.Events
@@ -81,8 +95,8 @@ type Collector struct {
 	graph           *graph
 	absentOwners    *lru.Cache // absentKey: owners found absent (uids are never reused)
 	graphChanges    workqueue.TypedInterface[*event]
-	attemptToDelete workqueue.TypedRateLimitingInterface[types.UID]
-	attemptToOrphan workqueue.TypedRateLimitingInterface[types.UID]
+	attemptToDelete workqueue.TypedRateLimitingInterface[objectID]
+	attemptToOrphan workqueue.TypedRateLimitingInterface[objectID]
 
 	mu       sync.RWMutex
 	kinds    map[schema.GroupKind]servedResource            // from discovery
@@ -111,15 +125,23 @@ func New(cfg Config) (*Collector, error) {
 	if cfg.IgnoredResources == nil {
 		cfg.IgnoredResources = DefaultIgnoredResources
 	}
-	// A request that hangs (a resource whose storage is not ready) must
-	// not hold a worker: each one has 15 s, then is retried. Watches are
-	// not bounded by it.
+	// One client for every workspace: each request goes to the workspace
+	// of its context (the wildcard for the monitors, a node's for the
+	// workers).
 	rc := rest.CopyConfig(cfg.Config)
-	md, err := metadata.NewForConfig(withRequestTimeout(rc))
+	rc.Wrap(workspace.WrapTransport)
+	lister, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
 	mw, err := newMetadataWatcher(rc)
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector: %w", err)
+	}
+	// A request that hangs (a resource whose storage is not ready) must
+	// not hold a worker: each one has 15 s, then is retried. The
+	// monitors' lists and watches are not bounded by it.
+	md, err := metadata.NewForConfig(withRequestTimeout(rest.CopyConfig(rc)))
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
@@ -128,19 +150,20 @@ func New(cfg Config) (*Collector, error) {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
 	c := &Collector{
-		cfg: cfg, metadata: md, watcher: mw, discovery: dc,
+		cfg: cfg, metadata: md, lister: lister, watcher: mw, discovery: dc,
 		graph:        newGraph(),
 		absentOwners: lru.New(absentOwnersCached),
 		graphChanges: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes"}),
 		attemptToDelete: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector_attempt_to_delete"}),
+			workqueue.TypedRateLimitingQueueConfig[objectID]{Name: "garbage_collector_attempt_to_delete"}),
 		attemptToOrphan: workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(),
-			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "garbage_collector_attempt_to_orphan"}),
+			workqueue.TypedRateLimitingQueueConfig[objectID]{Name: "garbage_collector_attempt_to_orphan"}),
 		kinds:    map[schema.GroupKind]servedResource{},
 		monitors: map[schema.GroupVersionResource]*monitor{},
 		served:   map[schema.GroupVersionResource]servedResource{},
 	}
 	if cfg.Events {
+		// The default workspace's events (see Config.Events).
 		kube, err := kubernetes.NewForConfig(cfg.Config)
 		if err != nil {
 			return nil, fmt.Errorf("garbage collector: %w", err)
@@ -153,9 +176,9 @@ func New(cfg Config) (*Collector, error) {
 }
 
 // Run collects until ctx ends, then returns once its goroutines have: it
-// lists the served resources, watches each (metadata only), builds the
-// dependency graph, and once every watch has listed starts the workers.
-// A Collector runs once.
+// lists the served resources, watches each (metadata only, in every
+// workspace), builds the dependency graph, and once every watch has
+// listed starts the workers. A Collector runs once.
 func (c *Collector) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithName("garbage-collector")
 	ctx = klog.NewContext(ctx, logger)
@@ -206,24 +229,24 @@ func (c *Collector) Run(ctx context.Context) {
 }
 
 // processQueue handles one item of q with fn; false once q is shut down.
-func (c *Collector) processQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.UID], fn func(context.Context, types.UID) error) bool {
-	uid, quit := q.Get()
+func (c *Collector) processQueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[objectID], fn func(context.Context, objectID) error) bool {
+	id, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer q.Done(uid)
-	err := fn(ctx, uid)
+	defer q.Done(id)
+	err := fn(ctx, id)
 	switch {
 	case err == nil:
-		q.Forget(uid)
+		q.Forget(id)
 	case ctx.Err() != nil:
-	case errors.Is(err, errUnresolved) && q.NumRequeues(uid) >= maxUnresolvedRetries:
-		q.Forget(uid)
+	case errors.Is(err, errUnresolved) && q.NumRequeues(id) >= maxUnresolvedRetries:
+		q.Forget(id)
 	default:
 		if !apierrors.IsConflict(err) && !errors.Is(err, errUnresolved) {
-			klog.FromContext(ctx).Error(err, "Garbage collection of an object failed; retrying", "uid", uid)
+			klog.FromContext(ctx).Error(err, "Garbage collection of an object failed; retrying", "uid", id.uid, "workspace", id.ws)
 		}
-		q.AddRateLimited(uid)
+		q.AddRateLimited(id)
 	}
 	return true
 }
@@ -288,8 +311,8 @@ func (c *Collector) syncMonitors(ctx context.Context) error {
 	if requeue {
 		// Owners of the kinds discovery lists from now on (a new CRD's)
 		// are looked up again: they were of no served kind until now.
-		for _, uid := range c.graph.virtualOf(added) {
-			c.attemptToDelete.Add(uid)
+		for _, id := range c.graph.virtualOf(added) {
+			c.attemptToDelete.Add(id)
 		}
 	}
 	return nil
@@ -335,10 +358,10 @@ func (c *Collector) graphEventsOf(apiVersion, kind string, src *metaStore) cache
 	}
 }
 
-// verifyNode asks the graph to verify uid's node by a live GET (a relist
+// verifyNode asks the graph to verify id's node by a live GET (a relist
 // lacked an object known only from a GET).
-func (c *Collector) verifyNode(uid types.UID) {
-	c.graphChanges.Add(&event{typ: verifyEvent, uid: uid})
+func (c *Collector) verifyNode(id objectID) {
+	c.graphChanges.Add(&event{typ: verifyEvent, id: id})
 }
 
 func (c *Collector) stopMonitors() {
@@ -386,22 +409,22 @@ func (c *Collector) storeOf(sr servedResource) (*metaStore, bool) {
 	return m.store, true
 }
 
-// cached returns the object uid of sr from its monitor's store (the
+// cached returns the object id of sr from its monitor's store (the
 // fields keepGraphFields keeps), if the store keeps it: the objects that
 // matter and the owners the graph wants, not every object.
-func (c *Collector) cached(sr servedResource, uid types.UID) (*metav1.PartialObjectMetadata, bool) {
+func (c *Collector) cached(sr servedResource, id objectID) (*metav1.PartialObjectMetadata, bool) {
 	s, ok := c.storeOf(sr)
 	if !ok {
 		return nil, false
 	}
-	return s.get(uid)
+	return s.get(id)
 }
 
 // retryLimiter spaces the retries of one object exponentially from 5 ms up
 // to 5 s (client-go's default reaches 1000 s: a transient server error
 // would hold a cascade for minutes).
-func retryLimiter() workqueue.TypedRateLimiter[types.UID] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](5*time.Millisecond, 5*time.Second)
+func retryLimiter() workqueue.TypedRateLimiter[objectID] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[objectID](5*time.Millisecond, 5*time.Second)
 }
 
 // withRequestTimeout bounds each non-watch request of c to 15 s.

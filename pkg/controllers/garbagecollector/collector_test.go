@@ -178,7 +178,9 @@ func TestOwnerSeenLate(t *testing.T) {
 	}
 	ctx := t.Context()
 	var g gate
-	cfg := rest.CopyConfig(s.Config)
+	// The collector lists and watches the wildcard workspace, which takes
+	// system:masters over HTTP.
+	cfg := rest.CopyConfig(s.SuperAdminConfig)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)

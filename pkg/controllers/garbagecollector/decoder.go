@@ -16,14 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // The monitors watch every object of every resource, and the graph reads
 // a few fields of each: graphDecoder decodes the protobuf of a
 // PartialObjectMetadata (what the metadata client asks for) into those
 // alone (name, namespace, uid, resourceVersion, deletionTimestamp, owner
-// references, finalizers, and the annotation that ends a watch-list's
-// initial events), straight from the watch event's bytes; labels,
+// references, finalizers, and two annotations: the object's workspace,
+// workspace.Annotation, and the one that ends a watch-list's initial
+// events), straight from the watch event's bytes; labels, the other
 // annotations and managedFields, most of an object's metadata, are
 // skipped, not decoded to be thrown away. Anything else (JSON, lists)
 // goes to the client's usual decoder.
@@ -133,8 +136,9 @@ func decodeGraphFields(raw []byte) (*metav1.PartialObjectMetadata, error) {
 			case metaFinalizers:
 				m.Finalizers = append(m.Finalizers, string(v))
 			case metaAnnotations:
-				// Only the annotation that ends a watch-list's initial
-				// events (on a bookmark), which the reflector reads.
+				// Only the object's workspace, and the annotation that
+				// ends a watch-list's initial events (on a bookmark),
+				// which the reflector reads.
 				var key, value []byte
 				if err := eachField(v, func(num protowire.Number, v []byte) error {
 					switch num {
@@ -147,8 +151,13 @@ func decodeGraphFields(raw []byte) (*metav1.PartialObjectMetadata, error) {
 				}); err != nil {
 					return err
 				}
-				if string(key) == metav1.InitialEventsAnnotationKey {
-					m.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: string(value)}
+				// (Compared without converting key: no allocation for the
+				// annotations skipped.)
+				if string(key) == metav1.InitialEventsAnnotationKey || string(key) == workspace.Annotation {
+					if m.Annotations == nil {
+						m.Annotations = make(map[string]string, 1)
+					}
+					m.Annotations[string(key)] = string(value)
 				}
 			}
 			return nil

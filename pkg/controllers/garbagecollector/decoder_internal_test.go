@@ -10,12 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // TestGraphDecoder: the monitors' decoder reads, from the protobuf of a
 // PartialObjectMetadata, what client-go's decoder reads of the fields
-// the graph uses (and the annotation ending a watch-list's initial
-// events), and nothing else; JSON goes to client-go's decoder.
+// the graph uses (with the object's workspace annotation, and the
+// annotation ending a watch-list's initial events), and nothing else;
+// JSON goes to client-go's decoder.
 func TestGraphDecoder(t *testing.T) {
 	codecs := metainternalversionscheme.Codecs.WithoutConversion()
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
@@ -28,7 +31,7 @@ func TestGraphDecoder(t *testing.T) {
 		Name: "n", GenerateName: "g", Namespace: "ns", UID: "u", ResourceVersion: "42", Generation: 3,
 		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DeletionTimestamp: &deleted,
 		DeletionGracePeriodSeconds: ptr.To[int64](30),
-		Labels:                     map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+		Labels:                     map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d", workspace.Annotation: "team-a"},
 		OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "o1", UID: "u1", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)},
 			{APIVersion: "test/v1", Kind: "Custom", Name: "o2", UID: "u2"},
@@ -58,7 +61,7 @@ func TestGraphDecoder(t *testing.T) {
 				}
 				want := std.(*metav1.PartialObjectMetadata).ObjectMeta
 				if enc.MediaType == runtime.ContentTypeProtobuf {
-					// The graph's fields, and the initial-events annotation.
+					// The graph's fields (the workspace annotation among them), and the initial-events annotation.
 					want = keepGraphFields(&metav1.PartialObjectMetadata{ObjectMeta: want}).ObjectMeta
 					if v, ok := tc.obj.Annotations[metav1.InitialEventsAnnotationKey]; ok {
 						want.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: v}

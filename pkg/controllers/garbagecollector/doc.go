@@ -2,14 +2,15 @@
 // whose owners are gone, with the semantics of kube-controller-manager's
 // garbage collector (k8s.io/kubernetes pkg/controller/garbagecollector,
 // rewritten here on client-go), for every resource a server serves: the Go
-// types, the batteries and custom resources alike.
+// types, the batteries and custom resources alike, in every workspace
+// (see Workspaces below).
 //
 // It is a client of the server, as kube's is: it lists the served
 // resources through discovery (again every Config.DiscoveryInterval, so a
-// new CustomResourceDefinition's objects are covered), watches the
-// metadata of each (client-go reflectors, watch-list streaming), and keeps
-// a dependency graph from metadata.ownerReferences. Owners are matched by
-// uid:
+// new CustomResourceDefinition's objects are covered), lists then watches
+// the metadata of each (client-go reflectors), and keeps a dependency
+// graph from metadata.ownerReferences. Owners are matched by uid, within
+// the dependent's workspace:
 //
 //   - An object all of whose owners are gone (no object of that name, or
 //     one with another uid: a new object with an old owner's name never
@@ -32,6 +33,40 @@
 //     (OwnerRefInvalidNamespace, with Config.Events) and never acted on.
 //     A reference to a kind the server does not serve is reported
 //     (OwnerRefInvalidKind) and left alone.
+//   - An owner is never looked for in another workspace: an object of
+//     another workspace with the uid (and name) a reference names is no
+//     owner, and a dependent whose only owner is such an object is
+//     deleted.
+//
+// # Workspaces
+//
+// One collector serves every workspace (package workspace), with one
+// monitor (reflector) per resource, not per workspace: each monitor lists
+// and watches its resource in the wildcard workspace (workspace.Wildcard,
+// /clusters/*/...), whose objects carry their workspace in the annotation
+// customapi.io/workspace (none for the default workspace's), which the
+// monitors' decoder keeps. It lists, then watches: client-go's watch-list
+// would gather the initial objects in a store keyed by namespace and name,
+// merging equal names of different workspaces (workspace.ListThenWatch).
+//
+// Names, namespaces and uids are a workspace's own, so everything the
+// collector keeps is keyed by workspace too: the graph's nodes and the
+// monitors' stores by workspace and uid (an owner reference names an
+// owner of its dependent's workspace: a dependent in workspace A naming a
+// uid is linked to the node of that uid in A only), the cache of absent
+// owners and the namespaces of owners found elsewhere by workspace, and
+// the workers' queues hold workspaces and uids. Every GET, PATCH, DELETE
+// and list a worker sends goes to its object's workspace: one client,
+// whose transport is wrapped by workspace.WrapTransport, and a context
+// made by workspace.NewContext for the node's workspace.
+//
+// The wildcard workspace takes system:masters over HTTP: Config.Config is
+// the server's loopback identity (system:masters) when the server runs
+// the collector, and a super-admin's when a test does. Warning events
+// about invalid owner references (Config.Events) are recorded for the
+// default workspace's objects only (a named workspace may lack the
+// namespace, and the recorder writes to one workspace); those of named
+// workspaces are logged.
 //
 // # What it keeps
 //
@@ -40,11 +75,12 @@
 // (it has owner references, a deletionTimestamp, or the finalizer orphan
 // or foregroundDeletion) and each owner of one, it keeps the metadata the
 // graph reads (name, namespace, uid, resourceVersion, deletionTimestamp,
-// owner references, finalizers) and a graph node; for every other object,
-// nothing: its watch events are decoded into those fields alone and
-// dropped after one map lookup (a delete of an object not kept is a
-// no-op; an update that gives an object owners is an add), and the
-// initial list of a watch drops them as they stream in. An object stays
+// owner references, finalizers, and its workspace) and a graph node; for
+// every other object, nothing: its watch events are decoded into those
+// fields alone and dropped after one map lookup (a delete of an object
+// not kept is a no-op; an update that gives an object owners is an add),
+// and a list's are dropped by the monitor's store as it receives the
+// list (the list itself is decoded whole, once). An object stays
 // kept while it matters or the graph holds it as an owner; a relist after
 // a watch gap turns every kept object missing from it into a deletion.
 //

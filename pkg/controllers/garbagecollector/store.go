@@ -9,10 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // metaStore is a monitor's store: what its reflector lists and watches
-// (the metadata of one resource) goes through it, and it keeps, and tells
+// (the metadata of one resource, in every workspace) goes through it, and it keeps, and tells
 // the graph about, only the objects that matter to garbage collection:
 //
 //   - those that matter by themselves: with owner references, a
@@ -32,15 +34,16 @@ import (
 // the watch, is not deleted by a relist that lacks it (the list may be
 // older than the GET): its node is verified again by a live GET instead.
 //
-// metaStore implements cache.Store (what cache.Reflector calls); its keys
-// are the objects' uids.
+// metaStore implements cache.Store (what cache.Reflector calls); it keeps
+// objects by workspace and uid (objectID), and its keys are
+// workspace.JoinObjectKey's of the workspace and the uid.
 type metaStore struct {
 	apiVersion, kind string
 	events           cache.ResourceEventHandler // the graph's
-	verify           func(types.UID)            // asks the graph to verify a node by a live GET
+	verify           func(objectID)             // asks the graph to verify a node by a live GET
 
 	mu    sync.Mutex
-	items map[types.UID]*kept
+	items map[objectID]*kept
 	gen   uint64 // of Replace
 	// epoch counts the objects found gone while wanted (see kept.gone).
 	epoch uint64
@@ -71,8 +74,8 @@ type kept struct {
 
 var _ cache.Store = (*metaStore)(nil)
 
-func newMetaStore(apiVersion, kind string, events cache.ResourceEventHandler, verify func(types.UID)) *metaStore {
-	return &metaStore{apiVersion: apiVersion, kind: kind, events: events, verify: verify, items: map[types.UID]*kept{}}
+func newMetaStore(apiVersion, kind string, events cache.ResourceEventHandler, verify func(objectID)) *metaStore {
+	return &metaStore{apiVersion: apiVersion, kind: kind, events: events, verify: verify, items: map[objectID]*kept{}}
 }
 
 // matters reports whether obj takes part in garbage collection by itself:
@@ -92,18 +95,6 @@ func asMetadata(obj any) (*metav1.PartialObjectMetadata, bool) {
 	return m, ok
 }
 
-// keeps reports whether obj would be kept: it matters, or its uid is
-// known. The watch filter of the initial list asks it.
-func (s *metaStore) keeps(obj *metav1.PartialObjectMetadata) bool {
-	if matters(obj) {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.items[obj.UID]
-	return ok
-}
-
 // Add implements cache.Store.
 func (s *metaStore) Add(obj any) error { return s.upsert(obj) }
 
@@ -115,15 +106,16 @@ func (s *metaStore) upsert(obj any) error {
 	if !ok {
 		return fmt.Errorf("garbage collector: %T is not *v1.PartialObjectMetadata", obj)
 	}
+	id := idOf(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.items[m.UID]
+	e, ok := s.items[id]
 	if !ok {
 		if !matters(m) {
 			return nil
 		}
 		e = &kept{}
-		s.items[m.UID] = e
+		s.items[id] = e
 	}
 	s.setLocked(e, m)
 	return nil
@@ -147,24 +139,25 @@ func (s *metaStore) Delete(obj any) error {
 	if !ok {
 		return fmt.Errorf("garbage collector: %T is not *v1.PartialObjectMetadata", obj)
 	}
+	id := idOf(m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.items[m.UID]
+	e, ok := s.items[id]
 	if !ok {
 		return nil
 	}
-	s.deleteLocked(m.UID, e, keepGraphFields(m))
+	s.deleteLocked(id, e, keepGraphFields(m))
 	return nil
 }
 
 // deleteLocked forgets e's object (last is its final state) and tells
 // the graph; a wanted uid stays registered, as gone.
-func (s *metaStore) deleteLocked(uid types.UID, e *kept, last *metav1.PartialObjectMetadata) {
+func (s *metaStore) deleteLocked(id objectID, e *kept, last *metav1.PartialObjectMetadata) {
 	if e.wanted {
 		s.epoch++
 		e.obj, e.unconfirmed, e.gone = nil, false, s.epoch
 	} else {
-		delete(s.items, uid)
+		delete(s.items, id)
 	}
 	s.events.OnDelete(last)
 }
@@ -181,13 +174,14 @@ func (s *metaStore) Replace(list []any, resourceVersion string) error {
 		if !ok {
 			continue
 		}
-		e, ok := s.items[m.UID]
+		id := idOf(m)
+		e, ok := s.items[id]
 		if !ok {
 			if !matters(m) {
 				continue
 			}
 			e = &kept{}
-			s.items[m.UID] = e
+			s.items[id] = e
 		}
 		e.seen = s.gen
 		if e.obj != nil && !e.unconfirmed && e.obj.ResourceVersion == m.ResourceVersion {
@@ -195,13 +189,13 @@ func (s *metaStore) Replace(list []any, resourceVersion string) error {
 		}
 		s.setLocked(e, m)
 	}
-	for uid, e := range s.items {
+	for id, e := range s.items {
 		switch {
 		case e.seen == s.gen:
 		case e.obj != nil && !e.unconfirmed:
 			// Known from the watch, gone from the list: deleted while the
 			// watch was down.
-			s.deleteLocked(uid, e, e.obj)
+			s.deleteLocked(id, e, e.obj)
 		case e.gone != 0 && e.obj == nil:
 		default:
 			// Known from a live GET only, or wanted and not observed: the
@@ -210,9 +204,9 @@ func (s *metaStore) Replace(list []any, resourceVersion string) error {
 			s.epoch++
 			e.obj, e.unconfirmed, e.gone = nil, false, s.epoch
 			if !e.wanted {
-				delete(s.items, uid)
+				delete(s.items, id)
 			}
-			s.verify(uid)
+			s.verify(id)
 		}
 	}
 	s.synced.Store(true)
@@ -253,41 +247,47 @@ func (s *metaStore) List() []any {
 	return out
 }
 
-// ListKeys implements cache.Store: the uids of the objects it keeps.
+// ListKeys implements cache.Store: the keys (workspace and uid) of the
+// objects it keeps.
 func (s *metaStore) ListKeys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]string, 0, len(s.items))
-	for uid, e := range s.items {
+	for id, e := range s.items {
 		if e.obj != nil {
-			out = append(out, string(uid))
+			out = append(out, workspace.JoinObjectKey(id.ws, string(id.uid)))
 		}
 	}
 	return out
 }
 
-// Get implements cache.Store: the kept object of obj's uid.
+// Get implements cache.Store: the kept object of obj's workspace and uid.
 func (s *metaStore) Get(obj any) (any, bool, error) {
 	m, ok := asMetadata(obj)
 	if !ok {
 		return nil, false, fmt.Errorf("garbage collector: %T is not *v1.PartialObjectMetadata", obj)
 	}
-	return s.GetByKey(string(m.UID))
-}
-
-// GetByKey implements cache.Store: key is a uid.
-func (s *metaStore) GetByKey(key string) (any, bool, error) {
-	if m, ok := s.get(types.UID(key)); ok {
+	if m, ok := s.get(idOf(m)); ok {
 		return m, true, nil
 	}
 	return nil, false, nil
 }
 
-// get returns the kept object of uid.
-func (s *metaStore) get(uid types.UID) (*metav1.PartialObjectMetadata, bool) {
+// GetByKey implements cache.Store: key is a workspace.JoinObjectKey of a
+// workspace and a uid.
+func (s *metaStore) GetByKey(key string) (any, bool, error) {
+	ws, _, uid := workspace.SplitObjectKey(key)
+	if m, ok := s.get(objectID{ws: ws, uid: types.UID(uid)}); ok {
+		return m, true, nil
+	}
+	return nil, false, nil
+}
+
+// get returns the kept object id.
+func (s *metaStore) get(id objectID) (*metav1.PartialObjectMetadata, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.items[uid]; ok && e.obj != nil {
+	if e, ok := s.items[id]; ok && e.obj != nil {
 		return e.obj, true
 	}
 	return nil, false
@@ -305,40 +305,40 @@ func (s *metaStore) len() (objects, uids int) {
 	return objects, len(s.items)
 }
 
-// want registers uid for the graph: its events are delivered whatever its
+// want registers id for the graph: its events are delivered whatever its
 // metadata, until unwant. It returns the token that observe takes for a
 // live GET started after it.
-func (s *metaStore) want(uid types.UID) uint64 {
+func (s *metaStore) want(id objectID) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.items[uid]
+	e, ok := s.items[id]
 	if !ok {
 		e = &kept{}
-		s.items[uid] = e
+		s.items[id] = e
 	}
 	e.wanted = true
 	return s.epoch
 }
 
 // unwant undoes want, and forgets the object unless it matters by itself.
-func (s *metaStore) unwant(uid types.UID) {
+func (s *metaStore) unwant(id objectID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.items[uid]; ok {
+	if e, ok := s.items[id]; ok {
 		e.wanted, e.gone = false, 0
 		if e.obj == nil || !matters(e.obj) {
-			delete(s.items, uid)
+			delete(s.items, id)
 		}
 	}
 }
 
-// forget drops uid's object, which the graph released (it no longer
+// forget drops id's object, which the graph released (it no longer
 // matters and has no dependents), unless it matters again or is wanted.
-func (s *metaStore) forget(uid types.UID) {
+func (s *metaStore) forget(id objectID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.items[uid]; ok && !e.wanted && (e.obj == nil || !matters(e.obj)) {
-		delete(s.items, uid)
+	if e, ok := s.items[id]; ok && !e.wanted && (e.obj == nil || !matters(e.obj)) {
+		delete(s.items, id)
 	}
 }
 
@@ -349,7 +349,7 @@ func (s *metaStore) forget(uid types.UID) {
 func (s *metaStore) observe(obj *metav1.PartialObjectMetadata, token uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.items[obj.UID]
+	e, ok := s.items[idOf(obj)]
 	if !ok || !e.wanted || e.obj != nil || e.gone > token {
 		return
 	}
@@ -358,12 +358,17 @@ func (s *metaStore) observe(obj *metav1.PartialObjectMetadata, token uint64) {
 }
 
 // keepGraphFields returns an object's metadata reduced to what the graph
-// and the workers read.
+// and the workers read, with its workspace (the annotation
+// workspace.Annotation, for an object of a named workspace).
 func keepGraphFields(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{
+	out := &metav1.PartialObjectMetadata{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 			DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
 		},
 	}
+	if ws := m.Annotations[workspace.Annotation]; ws != "" && ws != workspace.Default {
+		out.Annotations = map[string]string{workspace.Annotation: ws}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // recorder records what a metaStore tells the graph, as "add uid",
@@ -20,8 +22,11 @@ func (r *recorder) store() *metaStore {
 		AddFunc:    func(obj any) { r.got = append(r.got, "add "+string(obj.(*metav1.PartialObjectMetadata).UID)) },
 		UpdateFunc: func(_, obj any) { r.got = append(r.got, "update "+string(obj.(*metav1.PartialObjectMetadata).UID)) },
 		DeleteFunc: func(obj any) { r.got = append(r.got, "delete "+string(obj.(*metav1.PartialObjectMetadata).UID)) },
-	}, func(uid types.UID) { r.got = append(r.got, "verify "+string(uid)) })
+	}, func(id objectID) { r.got = append(r.got, "verify "+string(id.uid)) })
 }
+
+// id is the objectID of uid in the default workspace.
+func id(uid string) objectID { return objectID{ws: workspace.Default, uid: types.UID(uid)} }
 
 // take returns what was recorded since the last take, sorted.
 func (r *recorder) take() []string {
@@ -62,7 +67,7 @@ func TestMetaStore(t *testing.T) {
 	if objects, uids := s.len(); objects != 2 || uids != 2 {
 		t.Fatalf("kept %d objects (%d uids), want 2", objects, uids)
 	}
-	if m, _ := s.get("dep"); m == nil || m.Labels != nil {
+	if m, _ := s.get(id("dep")); m == nil || m.Labels != nil {
 		t.Fatalf("kept %+v, want the dependent without its labels", m)
 	}
 	step(t, "update of an object that does not matter", s.Update(object("plain", "2")))
@@ -70,10 +75,10 @@ func TestMetaStore(t *testing.T) {
 	step(t, "an object gains owners", s.Update(object("gains", "3", "owner")), "add gains")
 	// Once kept, an object is told about until the graph releases it.
 	step(t, "it loses them", s.Update(object("gains", "4")), "update gains")
-	s.forget("gains")
+	s.forget(id("gains"))
 	step(t, "released, it changes", s.Update(object("gains", "5")))
 	// An owner the graph wants, seen by a live GET.
-	token := s.want("owner")
+	token := s.want(id("owner"))
 	s.observe(object("owner", "1"), token)
 	step(t, "the owner found by a GET", nil, "add owner")
 	step(t, "the owner changes", s.Update(object("owner", "6")), "update owner")
@@ -83,16 +88,16 @@ func TestMetaStore(t *testing.T) {
 	// A wanted owner known only from a GET and missing from a relist is
 	// verified, not deleted; a GET started before the relist does not
 	// bring it back, one started after it does.
-	token = s.want("late")
+	token = s.want(id("late"))
 	s.observe(object("late", "1"), token)
 	step(t, "an owner found by a GET", nil, "add late")
-	before := s.want("late")
+	before := s.want(id("late"))
 	step(t, "relist without it", s.Replace([]any{orphaning}, "8"), "verify late")
 	s.observe(object("late", "1"), before)
 	step(t, "a GET from before the relist", nil)
-	s.observe(object("late", "1"), s.want("late"))
+	s.observe(object("late", "1"), s.want(id("late")))
 	step(t, "a GET from after it", nil, "add late")
-	s.unwant("late")
+	s.unwant(id("late"))
 	if objects, uids := s.len(); objects != 1 || uids != 2 {
 		t.Fatalf("kept %d objects (%d uids), want the orphaning one (and the deleted owner, until the graph unwants it)", objects, uids)
 	}
@@ -111,7 +116,7 @@ func BenchmarkMetaStoreOwnerless(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
 	b.ResetTimer()
-	s := newMetaStore("v1", "ConfigMap", cache.ResourceEventHandlerFuncs{}, func(types.UID) {})
+	s := newMetaStore("v1", "ConfigMap", cache.ResourceEventHandlerFuncs{}, func(objectID) {})
 	if err := s.Replace(objs, "1"); err != nil {
 		b.Fatal(err)
 	}
@@ -128,4 +133,38 @@ func BenchmarkMetaStoreOwnerless(b *testing.B) {
 		b.Fatalf("kept %d ownerless objects", objects)
 	}
 	runtime.KeepAlive(objs)
+}
+
+// TestMetaStoreWorkspaces: a store of every workspace keeps objects by
+// workspace and uid, under the keys workspace.JoinObjectKey makes of
+// them.
+func TestMetaStoreWorkspaces(t *testing.T) {
+	var r recorder
+	s := r.store()
+	inA := object("dep", "1", "owner")
+	workspace.Set(inA, "team-a")
+	if err := s.Replace([]any{object("dep", "1", "owner"), inA}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.take(); !slices.Equal(got, []string{"add dep", "add dep"}) {
+		t.Fatalf("the graph was told %q, want an add per workspace", got)
+	}
+	keys := s.ListKeys()
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"dep", "team-a|dep"}) {
+		t.Fatalf("keys %q", keys)
+	}
+	got, ok, _ := s.GetByKey("team-a|dep")
+	if m, _ := got.(*metav1.PartialObjectMetadata); !ok || workspace.Of(m) != "team-a" {
+		t.Fatalf("GetByKey(team-a|dep) = %+v, %v; want the object of team-a, with its workspace", got, ok)
+	}
+	if err := s.Delete(inA); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.get(id("dep")); !ok {
+		t.Fatal("deleting team-a's object dropped the default workspace's")
+	}
+	if _, ok := s.get(objectID{ws: "team-a", uid: "dep"}); ok {
+		t.Fatal("team-a's object is still kept after its deletion")
+	}
 }

@@ -67,7 +67,7 @@ func TestTracking(t *testing.T) {
 
 	// The collector's watch of secrets can be cut (a watch gap).
 	var cutter watchCutter
-	gcCfg := rest.CopyConfig(s.Config)
+	gcCfg := rest.CopyConfig(s.SuperAdminConfig) // the wildcard workspace takes system:masters
 	gcCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)

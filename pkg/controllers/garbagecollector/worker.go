@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/customapi/customapi/pkg/workspace"
 )
 
 // errUnresolved: an owner reference names a kind the server does not
@@ -36,22 +38,26 @@ const (
 // The object's latest state is read from its monitor's cache first (every
 // write is guarded by its resourceVersion, so a stale copy only costs a
 // 409): on a 409 the decision is made again once, from a live read, as
-// kube's collector always reads it.
-func (c *Collector) attemptToDeleteItem(ctx context.Context, uid types.UID) error {
-	err := c.attemptToDeleteFrom(ctx, uid, true)
+// kube's collector always reads it. Every request goes to the node's
+// workspace, where its owners are looked up.
+func (c *Collector) attemptToDeleteItem(ctx context.Context, id objectID) error {
+	ctx = workspace.NewContext(ctx, id.ws)
+	err := c.attemptToDeleteFrom(ctx, id, true)
 	if apierrors.IsConflict(err) {
-		err = c.attemptToDeleteFrom(ctx, uid, false)
+		err = c.attemptToDeleteFrom(ctx, id, false)
 	}
 	return err
 }
 
 // attemptToDeleteFrom is attemptToDeleteItem with the object read from
-// its monitor's cache (when it has it, with uid) or from the server.
-func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, fromCache bool) error {
-	n, ok := c.graph.snapshot(uid)
+// its monitor's cache (when it has it, with its uid) or from the server;
+// ctx is of id's workspace.
+func (c *Collector) attemptToDeleteFrom(ctx context.Context, id objectID, fromCache bool) error {
+	n, ok := c.graph.snapshot(id)
 	if !ok {
 		return nil
 	}
+	uid := id.uid
 	ref := n.ref()
 	sr, ok := c.resourceFor(n.kind.groupKind)
 	if !ok {
@@ -59,7 +65,7 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 			// An owner of a kind not served (yet: syncMonitors queues it
 			// again once discovery lists its kind): its dependents report
 			// the reference (OwnerRefInvalidKind) and keep it.
-			for _, d := range c.graph.dependentsOf(uid) {
+			for _, d := range c.graph.dependentsOf(id) {
 				c.attemptToDelete.Add(d)
 			}
 			return nil
@@ -75,7 +81,7 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 	}
 	var latest *metav1.PartialObjectMetadata
 	var err error
-	if cached, ok := c.cached(sr, uid); fromCache && ok {
+	if cached, ok := c.cached(sr, id); fromCache && ok {
 		latest = cached
 	} else {
 		latest, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -112,12 +118,12 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 		keep := slices.DeleteFunc(slices.Clone(latest.OwnerReferences), func(r metav1.OwnerReference) bool { return gone[r.UID] })
 		logger.V(2).Info("Removing owner references to absent owners", "object", ref, "absent", len(gone))
 		return c.patchOwnerReferences(ctx, sr, latest, keep)
-	case len(waiting) > 0 && len(c.graph.dependentsOf(uid)) > 0:
+	case len(waiting) > 0 && len(c.graph.dependentsOf(id)) > 0:
 		// Its owners wait for it, and it has dependents: delete it in the
 		// foreground so that they go first. When one of them is itself
 		// deleting its dependents, its references to the waiting owners
 		// stop blocking them, to break a possible cycle (kube's rule).
-		cycle := slices.ContainsFunc(c.graph.dependentsOf(uid), func(d types.UID) bool {
+		cycle := slices.ContainsFunc(c.graph.dependentsOf(id), func(d objectID) bool {
 			dn, ok := c.graph.snapshot(d)
 			return ok && dn.deletingDependents
 		})
@@ -149,30 +155,33 @@ func (c *Collector) attemptToDeleteFrom(ctx context.Context, uid types.UID, from
 }
 
 // verifyOwner checks that the owner ref (a virtual node: named by a
-// dependent, not observed; of resource sr, looked up in namespace ns)
-// exists, as kube's collector verifies its virtual nodes: by a live GET
-// (the monitors keep only the objects that matter, not every possible
-// owner). The owner's monitor store is asked to keep it first, so that a
+// dependent, not observed; of resource sr, looked up in namespace ns of
+// its workspace, ctx's) exists, as kube's collector verifies its virtual
+// nodes: by a live GET (the monitors keep only the objects that matter,
+// not every possible owner). The owner's monitor store is asked to keep it first, so that a
 // change after the GET reaches the graph; found alive, it becomes an
 // observed node (also when found in another namespace, which makes its
 // dependents' references invalid); absent, its dependents are checked.
 func (c *Collector) verifyOwner(ctx context.Context, sr servedResource, ns string, ref objectRef) error {
-	store, token, ok := c.wantVirtual(ref.UID)
+	id := objectID{ws: ref.Workspace, uid: ref.UID}
+	store, token, ok := c.wantVirtual(id)
 	if !ok {
 		return nil // observed meanwhile, or gone
 	}
-	absent := &event{typ: virtualDeleteEvent, uid: ref.UID, absent: ref}
-	if _, cached := c.absentOwners.Get(absentKey{ns, sr.gvk.GroupKind(), ref.Name, ref.UID}); cached {
+	absent := &event{typ: virtualDeleteEvent, id: id, absent: ref}
+	if _, cached := c.absentOwners.Get(absentKey{id.ws, ns, sr.gvk.GroupKind(), ref.Name, ref.UID}); cached {
 		c.graphChanges.Add(absent)
 		return nil
 	}
-	owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, ref.UID)
+	owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, id)
 	switch {
 	case err != nil:
 		return err
 	case owner != nil:
+		workspace.Set(owner, id.ws) // the store keys it by the workspace it was found in
 		store.observe(owner, token)
 	case elsewhere != nil:
+		workspace.Set(elsewhere, id.ws)
 		store.observe(elsewhere, token)
 	default:
 		c.graphChanges.Add(absent)
@@ -180,13 +189,13 @@ func (c *Collector) verifyOwner(ctx context.Context, sr servedResource, ns strin
 	return nil
 }
 
-// wantVirtual registers the virtual node uid with its kind's monitor
+// wantVirtual registers the virtual node id with its kind's monitor
 // store (wantLocked), if it is still a virtual node of a watched kind.
-func (c *Collector) wantVirtual(uid types.UID) (*metaStore, uint64, bool) {
+func (c *Collector) wantVirtual(id objectID) (*metaStore, uint64, bool) {
 	g := c.graph
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n, ok := g.nodes[uid]
+	n, ok := g.nodes[id]
 	if !ok || !n.virtual {
 		return nil, 0, false
 	}
@@ -194,12 +203,13 @@ func (c *Collector) wantVirtual(uid types.UID) (*metaStore, uint64, bool) {
 }
 
 // absentKey is a key of Collector.absentOwners: an owner reference's
-// coordinates (kind, name, uid, as kube's absentOwnerCache) and the
-// namespace it was looked up in ("" for a cluster-scoped owner). All of
-// them matter: an owner absent from one namespace may live in another,
-// and a reference with a wrong name is dangling where one with the right
-// name is not.
+// coordinates (kind, name, uid, as kube's absentOwnerCache), the
+// workspace of its dependent and the namespace it was looked up in (""
+// for a cluster-scoped owner). All of them matter: an owner absent from
+// one workspace or namespace may live in another, and a reference with a
+// wrong name is dangling where one with the right name is not.
 type absentKey struct {
+	workspace string
 	namespace string
 	kind      schema.GroupKind
 	name      string
@@ -207,7 +217,8 @@ type absentKey struct {
 }
 
 // classifyOwners sorts the owner references of latest (the object of node
-// n, of a namespaced resource or not): solid (the owner exists and is not
+// n, of a namespaced resource or not; ctx is of n's workspace, where its
+// owners are looked up): solid (the owner exists and is not
 // waiting for its dependents, or the reference is invalid and so never
 // acted on), dangling (no owner of that name, or one with another uid) and
 // waiting (the owner is being deleted in the foreground).
@@ -215,12 +226,12 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 	for _, ref := range latest.OwnerReferences {
 		sr, ok := c.resourceFor(metav1GroupKind(ref))
 		if !ok {
-			c.warn(n.ref(), reasonInvalidKind, fmt.Sprintf("ownerRef [%s, name: %s, uid: %s] names a kind the server does not serve", refKind(ref), ref.Name, ref.UID))
+			c.warn(ctx, n.ref(), reasonInvalidKind, fmt.Sprintf("ownerRef [%s, name: %s, uid: %s] names a kind the server does not serve", refKind(ref), ref.Name, ref.UID))
 			solid = append(solid, ref)
 			continue
 		}
 		if sr.namespaced && !namespaced {
-			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: , name: %s, uid: %s] does not exist in namespace %q: a cluster-scoped object cannot be owned by a namespaced one", refKind(ref), ref.Name, ref.UID, latest.Namespace))
+			c.warn(ctx, n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: , name: %s, uid: %s] does not exist in namespace %q: a cluster-scoped object cannot be owned by a namespaced one", refKind(ref), ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 			continue
 		}
@@ -228,21 +239,22 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 		if sr.namespaced {
 			ns = latest.Namespace
 		}
-		if seen, ok := c.graph.namespaceOf(ref.UID); ok && sr.namespaced && seen != ns {
-			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+		oid := n.ownerID(ref)
+		if seen, ok := c.graph.namespaceOf(oid); ok && sr.namespaced && seen != ns {
+			c.warn(ctx, n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 			continue
 		}
-		if _, absent := c.absentOwners.Get(absentKey{ns, metav1GroupKind(ref), ref.Name, ref.UID}); absent {
+		if _, absent := c.absentOwners.Get(absentKey{n.ws, ns, metav1GroupKind(ref), ref.Name, ref.UID}); absent {
 			dangling = append(dangling, ref)
 			continue
 		}
-		owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, ref.UID)
+		owner, elsewhere, err := c.lookupOwner(ctx, sr, ns, ref.Name, oid)
 		switch {
 		case err != nil:
 			return nil, nil, nil, err
 		case elsewhere != nil:
-			c.warn(n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
+			c.warn(ctx, n.ref(), reasonInvalidNamespace, fmt.Sprintf("ownerRef [%s, namespace: %s, name: %s, uid: %s] does not exist in namespace %q", refKind(ref), ns, ref.Name, ref.UID, latest.Namespace))
 			solid = append(solid, ref)
 		case owner == nil:
 			dangling = append(dangling, ref)
@@ -255,8 +267,9 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 	return solid, dangling, waiting, nil
 }
 
-// lookupOwner reads the owner name (of uid, of resource sr) in namespace
-// ns ("" for a cluster-scoped owner) from the server. It returns the owner;
+// lookupOwner reads the owner name (id, of resource sr) in namespace ns
+// ("" for a cluster-scoped owner) of its workspace (ctx's, id.ws) from
+// the server. It returns the owner;
 // or, when ns has no such object but another namespace has (a namespaced
 // owner is looked up in its dependent's namespace: one elsewhere is an
 // invalid reference, never a gone owner), the object there, whose
@@ -267,8 +280,12 @@ func (c *Collector) classifyOwners(ctx context.Context, n node, namespaced bool,
 // (fieldSelector metadata.name): the graph cannot tell, as the owner's
 // watch may not have delivered it yet when the dependent's has (watches
 // of different resources are not ordered). It runs only when the owner is
-// not found where it was looked for, once per absent owner.
-func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name string, uid types.UID) (owner, elsewhere *metav1.PartialObjectMetadata, err error) {
+// not found where it was looked for, once per absent owner. Other
+// workspaces are never searched: an owner reference names an object of
+// its dependent's workspace, and an object of another workspace with the
+// uid it names is no owner.
+func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name string, id objectID) (owner, elsewhere *metav1.PartialObjectMetadata, err error) {
+	uid := id.uid
 	owner, err = c.metadata.Resource(sr.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil && owner.UID == uid:
@@ -283,12 +300,12 @@ func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name
 		}
 		for i := range list.Items {
 			if o := &list.Items[i]; o.UID == uid {
-				c.graph.setElsewhere(uid, o.Namespace)
+				c.graph.setElsewhere(id, o.Namespace)
 				return nil, o, nil
 			}
 		}
 	}
-	c.absentOwners.Add(absentKey{ns, sr.gvk.GroupKind(), name, uid}, nil)
+	c.absentOwners.Add(absentKey{id.ws, ns, sr.gvk.GroupKind(), name, uid}, nil)
 	return nil, nil, nil
 }
 
@@ -297,7 +314,7 @@ func (c *Collector) lookupOwner(ctx context.Context, sr servedResource, ns, name
 // dependent left the finalizer is removed (the store then deletes it);
 // otherwise its blocking dependents are queued for deletion.
 func (c *Collector) processDeletingDependents(ctx context.Context, n node, latest *metav1.PartialObjectMetadata) error {
-	blocking := c.graph.blocking(n.uid)
+	blocking := c.graph.blocking(n.id())
 	if len(blocking) == 0 {
 		sr, _ := c.resourceFor(n.kind.groupKind)
 		return c.removeFinalizer(ctx, sr, latest, metav1.FinalizerDeleteDependents)
@@ -310,13 +327,16 @@ func (c *Collector) processDeletingDependents(ctx context.Context, n node, lates
 
 // attemptToOrphanItem orphans the dependents of an owner being deleted
 // with the finalizer orphan: their references to it are removed, then the
-// finalizer.
-func (c *Collector) attemptToOrphanItem(ctx context.Context, uid types.UID) error {
-	n, ok := c.graph.snapshot(uid)
+// finalizer. Every request goes to the owner's workspace (its
+// dependents').
+func (c *Collector) attemptToOrphanItem(ctx context.Context, id objectID) error {
+	ctx = workspace.NewContext(ctx, id.ws)
+	uid := id.uid
+	n, ok := c.graph.snapshot(id)
 	if !ok || n.virtual {
 		return nil
 	}
-	for _, d := range c.graph.dependentsOf(uid) {
+	for _, d := range c.graph.dependentsOf(id) {
 		dn, ok := c.graph.snapshot(d)
 		if !ok {
 			continue
@@ -426,9 +446,15 @@ func (c *Collector) deleteObject(ctx context.Context, sr servedResource, obj *me
 	return err
 }
 
-// warn records a warning event about ref's object, when events are on.
-func (c *Collector) warn(ref objectRef, reason, msg string) {
+// warn records a warning event about ref's object, when events are on
+// and it is an object of the default workspace (see Config.Events); an
+// object of a named workspace has it logged instead.
+func (c *Collector) warn(ctx context.Context, ref objectRef, reason, msg string) {
 	if c.recorder == nil {
+		return
+	}
+	if ref.Workspace != workspace.Default {
+		klog.FromContext(ctx).Info("Invalid owner reference", "object", ref, "reason", reason, "message", msg)
 		return
 	}
 	c.recorder.Event(&corev1.ObjectReference{
