@@ -78,7 +78,7 @@ func checkWorkspace(ctx context.Context) error {
 		return fmt.Errorf("the workspace %q (every workspace) is for members of %s only", workspace.Wildcard, user.SystemPrivilegedGroup)
 	}
 	if info, ok := genericapirequest.RequestInfoFrom(ctx); ok && info.IsResourceRequest && info.Verb != "list" && info.Verb != "watch" {
-		return fmt.Errorf("the workspace %q (every workspace) can only be listed and watched, not %s", workspace.Wildcard, strings.ToLower(info.Verb))
+		return fmt.Errorf("the workspace %q (every workspace) can only be listed and watched: %s is not allowed there", workspace.Wildcard, strings.ToLower(info.Verb))
 	}
 	return nil
 }

@@ -95,9 +95,13 @@ func (c *Client[T, L]) Namespace(ns string) *Client[T, L] {
 // workspace), as requests for /clusters/NAME/... do over HTTP:
 // workspace.Default is the default workspace, workspace.Wildcard every
 // workspace (List and Watch across all namespaces only; anything else is
-// 400 BadRequest). A client made without InWorkspace reaches the workspace
+// 400 BadRequest). A name that is not a DNS-1123 label makes every call
+// 400 BadRequest. A client made without InWorkspace reaches the workspace
 // of each call's context (workspace.NewContext), the default one when it
-// names none.
+// names none. Whether the workspace must be declared by a Workspace object
+// (and its quota) is the registry's admission: a server with the
+// batteries (batteries.Workspaces) refuses creates in an undeclared
+// workspace, as over HTTP.
 func (c *Client[T, L]) InWorkspace(name string) *Client[T, L] {
 	return &Client[T, L]{store: c.store, namespace: c.namespace, manager: c.manager, workspace: name}
 }

@@ -314,3 +314,46 @@ func ExampleClient_Apply() {
 	// autoscaler forced: replicas 5
 	//   manager: autoscaler Apply
 }
+
+// ExampleClient_InWorkspace keeps objects of the same name in two
+// workspaces (package workspace): each client sees only its own, as
+// /clusters/NAME/ does over HTTP. (A registry without batteries.Workspaces
+// needs no Workspace object to use a workspace.)
+func ExampleClient_InWorkspace() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "customapi-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	reg, err := registry.Open(ctx, registry.Config{
+		EmbeddedEtcd: &etcd.EmbeddedConfig{DataDir: dir, UnsafeNoFsync: true},
+	}, install.Customs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	customs, err := client.For[*testv1.Custom, *testv1.CustomList](reg, install.Customs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, ws := range []string{"team-a", "team-b"} {
+		obj := &testv1.Custom{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: testv1.CustomSpec{Message: "owned by " + ws}}
+		if _, err := customs.InWorkspace(ws).Namespace("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	got, err := customs.InWorkspace("team-a").Namespace("default").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.Spec.Message, got.Annotations["customapi.io/workspace"])
+	list, err := customs.Namespace("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("in the default workspace:", len(list.Items))
+	// Output:
+	// owned by team-a team-a
+	// in the default workspace: 0
+}

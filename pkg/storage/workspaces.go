@@ -95,12 +95,20 @@ type workspaceStorage struct {
 }
 
 // key returns the key of ctx's workspace for key and that workspace.
-func (s *workspaceStorage) key(ctx context.Context, key string) (string, string) {
+// A workspace name that is not a DNS-1123 label (a context made in
+// process with any string) is 400 BadRequest, as its path is 404 over
+// HTTP: such a name could reach into another workspace's keys.
+func (s *workspaceStorage) key(ctx context.Context, key string) (string, string, error) {
 	if ws, ok := workspace.OfKey(s.prefix, key); ok {
-		return key, ws
+		return key, ws, nil
 	}
 	ws := workspace.FromContext(ctx)
-	return workspace.Key(s.prefix, key, ws), ws
+	if ws != workspace.Default {
+		if msgs := workspace.ValidateName(ws); len(msgs) != 0 {
+			return "", "", apierrors.NewBadRequest(fmt.Sprintf("invalid workspace name %q: %s", ws, strings.Join(msgs, "; ")))
+		}
+	}
+	return workspace.Key(s.prefix, key, ws), ws, nil
 }
 
 // readKey is key for a read: the wildcard workspace may only list and
@@ -118,8 +126,7 @@ func (s *workspaceStorage) readKey(ctx context.Context, key string, whole, selec
 		}
 		return s.prefix, workspace.Wildcard, nil
 	}
-	k, ws := s.key(ctx, key)
-	return k, ws, nil
+	return s.key(ctx, key)
 }
 
 // whole says whether key is the key of a whole resource (every namespace).
@@ -141,8 +148,7 @@ func (s *workspaceStorage) writeKey(ctx context.Context, key string) (string, st
 		}
 		return "", "", apierrors.NewBadRequest("the workspace \"*\" (every workspace) cannot be written: name a workspace")
 	}
-	k, ws := s.key(ctx, key)
-	return k, ws, nil
+	return s.key(ctx, key)
 }
 
 // filters says whether a read of key in workspace ws needs the default

@@ -282,6 +282,18 @@ func TestWorkspaceIsolation(t *testing.T) {
 				t.Fatalf("get in the wildcard workspace: %v, want 400", err)
 			}
 		})
+		if d.inProcess {
+			t.Run("a bad workspace name is 400", func(t *testing.T) {
+				for _, bad := range []string{"x/y", "Bad_Name", "a..b"} {
+					if _, err := d.customsIn(bad, ns).Create(ctx, custom("c9"), metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+						t.Fatalf("create in %q: %v, want 400", bad, err)
+					}
+					if _, err := d.customsIn(bad, "").List(ctx, metav1.ListOptions{}); !apierrors.IsBadRequest(err) {
+						t.Fatalf("list in %q: %v, want 400", bad, err)
+					}
+				}
+			})
+		}
 		if !d.inProcess {
 			t.Run("a path with a bad workspace name is 404", func(t *testing.T) {
 				cfg := rest.CopyConfig(d.srv.Config)
