@@ -42,6 +42,7 @@ func Controllers(reg *registry.Registry, garbageCollector bool) ([]controllers.C
 	if serves(corev1.SchemeGroupVersion.WithResource("namespaces")) {
 		cs = append(cs, namespace.New())
 	}
+	//lint:ignore SA1019 register-gen marks SchemeGroupVersion deprecated for metav1.GroupVersion, which has no WithResource
 	if serves(tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")) {
 		cs = append(cs, workspaces.New())
 	}

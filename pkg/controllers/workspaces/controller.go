@@ -198,7 +198,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 	if !slices.Contains(w.Finalizers, Finalizer) {
 		return nil
 	}
-	left, err := c.deleteContent(in)
+	left, contentErr := c.deleteContent(in)
 	next := w.DeepCopy()
 	next.Status.Phase = tenancyv1alpha1.WorkspacePhaseTerminating
 	meta.SetStatusCondition(&next.Status.Conditions, metav1.Condition{
@@ -218,12 +218,12 @@ func (c *controller) sync(ctx context.Context, name string) error {
 	}
 	meta.SetStatusCondition(&next.Status.Conditions, remaining)
 	if !statusEqual(next.Status, w.Status) {
-		if w, err = c.workspaces.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := c.workspaces.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return err
 		}
 	}
-	if err != nil {
-		return err
+	if contentErr != nil {
+		return contentErr
 	}
 	if len(left.byResource) > 0 {
 		return errContentRemaining
