@@ -33,7 +33,7 @@ const WorkspaceFinalizer = "tenancy.customapi.io/content"
 const WorkspaceLifecyclePlugin = "WorkspaceLifecycle"
 
 var (
-	workspacesGR  = schema.GroupResource{Group: tenancyv1alpha1.GroupName, Resource: "workspaces"}
+	workspacesGR = schema.GroupResource{Group: tenancyv1alpha1.GroupName, Resource: "workspaces"}
 	//lint:ignore SA1019 register-gen marks SchemeGroupVersion deprecated for metav1.GroupVersion, which has no WithResource
 	workspacesGVR = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
 )
