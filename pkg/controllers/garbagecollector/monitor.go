@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -24,7 +25,9 @@ import (
 // It lists rather than streams the initial objects (watch-list): the
 // reflector gathers a watch-list's initial objects in a store keyed by
 // namespace and name, which would merge equal names of different
-// workspaces (workspace.ListThenWatch).
+// workspaces (workspace.ListThenWatch). The list is read in pages and
+// keeps only the objects the store keeps (listKept), so that its memory
+// grows with those, not with the objects served.
 type monitor struct {
 	store  *metaStore
 	cancel context.CancelFunc
@@ -46,7 +49,7 @@ func (c *Collector) startMonitor(ctx context.Context, sr servedResource) *monito
 	client := c.lister.Resource(sr.gvr)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(workspace.NewContext(ctx, workspace.Wildcard), opts)
+			return listKept(workspace.NewContext(ctx, workspace.Wildcard), client, opts, s.keeps)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return c.watcher.Watch(workspace.NewContext(ctx, workspace.Wildcard), sr.gvr, opts)
@@ -74,4 +77,43 @@ func runReflector(ctx context.Context, r *cache.Reflector) {
 		}
 		return false, nil
 	})
+}
+
+// listPageSize is the page size of a monitor's list.
+const listPageSize = 500
+
+// listKept lists client's objects in pages of listPageSize (one
+// consistent snapshot: the first page's resourceVersion) and returns
+// those keep accepts, in a list carrying that resourceVersion: what the
+// reflector hands metaStore.Replace, which drops the others anyway. An
+// object keep refuses that becomes wanted meanwhile is verified by
+// Replace (a GET), as any wanted object missing from a list.
+func listKept(ctx context.Context, client metadata.ResourceInterface, opts metav1.ListOptions, keep func(*metav1.PartialObjectMetadata) bool) (*metav1.PartialObjectMetadataList, error) {
+	opts.Limit = listPageSize
+	if opts.ResourceVersion == "0" {
+		// "Any" is served whole from the watch cache, ignoring the limit:
+		// read the current state instead, in pages.
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
+	out := &metav1.PartialObjectMetadataList{}
+	for {
+		page, err := client.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if out.ResourceVersion == "" {
+			out.ListMeta = page.ListMeta
+		}
+		for i := range page.Items {
+			if keep(&page.Items[i]) {
+				out.Items = append(out.Items, page.Items[i])
+			}
+		}
+		if page.Continue == "" {
+			out.Continue, out.RemainingItemCount = "", nil
+			return out, nil
+		}
+		opts.Continue = page.Continue
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
+	}
 }

@@ -162,6 +162,18 @@ func (s *metaStore) deleteLocked(id objectID, e *kept, last *metav1.PartialObjec
 	s.events.OnDelete(last)
 }
 
+// keeps says whether Replace keeps m: it matters by itself, or the store
+// holds its object (kept, or wanted as an owner).
+func (s *metaStore) keeps(m *metav1.PartialObjectMetadata) bool {
+	if matters(m) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.items[idOf(m)]
+	return ok
+}
+
 // Replace implements cache.Store: list is the new content (after a
 // relist); every kept object not in it is deleted.
 func (s *metaStore) Replace(list []any, resourceVersion string) error {
