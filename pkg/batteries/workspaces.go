@@ -21,10 +21,11 @@ import (
 	"github.com/customapi/customapi/pkg/workspace"
 )
 
-// WorkspaceFinalizer is the finalizer every Workspace gets on create: the
-// server's workspace controller (pkg/controllers/workspaces) removes it
-// once everything in the deleted workspace is gone.
-const WorkspaceFinalizer = "tenancy.customapi.io/content"
+// WorkspaceFinalizer is the finalizer every Workspace gets on create
+// (tenancyv1alpha1.WorkspaceFinalizer): the server's workspace controller
+// (pkg/controllers/workspaces) removes it once everything in the deleted
+// workspace is gone.
+const WorkspaceFinalizer = tenancyv1alpha1.WorkspaceFinalizer
 
 // WorkspaceLifecyclePlugin is the name of the Workspaces battery's
 // admission plugin: a create in a named workspace needs its Workspace

@@ -40,10 +40,6 @@ const Name = "workspace-controller"
 // FieldManager is the field manager of the controller's writes.
 const FieldManager = "customapi-workspace-controller"
 
-// Finalizer is the finalizer of every Workspace (batteries.WorkspaceFinalizer),
-// removed by the controller once the workspace is empty.
-const Finalizer = "tenancy.customapi.io/content"
-
 // Retry bounds of a deleted workspace whose content is not gone yet.
 const (
 	retryMin = 100 * time.Millisecond
@@ -195,7 +191,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 	if w.DeletionTimestamp == nil {
 		return c.bringUp(ctx, in, w)
 	}
-	if !slices.Contains(w.Finalizers, Finalizer) {
+	if !slices.Contains(w.Finalizers, tenancyv1alpha1.WorkspaceFinalizer) {
 		return nil
 	}
 	left, contentErr := c.deleteContent(in)
@@ -233,7 +229,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		w.Finalizers = slices.DeleteFunc(w.Finalizers, func(f string) bool { return f == Finalizer })
+		w.Finalizers = slices.DeleteFunc(w.Finalizers, func(f string) bool { return f == tenancyv1alpha1.WorkspaceFinalizer })
 		_, err = c.workspaces.Update(ctx, w, metav1.UpdateOptions{FieldManager: FieldManager})
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -36,6 +36,11 @@ type WorkspaceSpec struct {
 	MaxObjects int64 `json:"maxObjects,omitempty" protobuf:"varint,1,opt,name=maxObjects"`
 }
 
+// WorkspaceFinalizer is the finalizer every Workspace gets on create; the
+// server's workspace controller removes it once everything in the deleted
+// workspace is gone.
+const WorkspaceFinalizer = "tenancy.customapi.io/content"
+
 // The phases of a Workspace.
 const (
 	// WorkspacePhaseInitializing: the server is creating the workspace's
